@@ -1,0 +1,514 @@
+"""Plotly figures for the attention explorer, and the reductions that feed them.
+
+Two kinds of functions live here:
+
+* ``summarize_attention`` / ``bialibi_parameters`` turn model tensors into small numpy
+  arrays. A 16K-token window has ~150 MB of local attention weights per layer, far
+  too much to keep per browser session, so everything the explorer can show is
+  reduced once, right after the model ran, to block resolution (``AttentionSummary``).
+* ``bialibi_heatmap``, ``bialibi_distance_curves``, ``attention_block_map``,
+  ``answer_token_attention`` and ``pack_slot_reads`` take those arrays and return a
+  ``plotly.graph_objects.Figure``. They never touch torch, so tests feed them
+  synthetic arrays.
+
+Every figure is kept light: at most ``MAX_CELLS`` cells per heatmap axis (256 blocks
+of a 16K document are pooled 2 x 2), float32 arrays (plotly serialises those as
+base64, not as decimal text) and the empty ``"none"`` template, which saves ~8 KB of
+styling per figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+MAX_CELLS = 128
+"""Most heatmap cells along one axis; more blocks than this are average-pooled."""
+
+LOG_FLOOR = 1e-4
+"""Weights below this are drawn as this: log colour scales need a floor, and weights
+under 1e-4 are invisible on a 0..1 scale anyway."""
+
+LABEL_CHARS = 48
+"""Characters of document text shown in the hover label of a block."""
+
+_COLORSCALE = "Viridis"  # bright = strong attention, as in the paper's figure 4
+_FONT = {"size": 11}
+
+
+@dataclass(frozen=True)
+class AttentionSummary:
+    """Everything the explorer draws for one window, reduced to block resolution.
+
+    Arrays are float32, indexed ``[layer, head, ...]``. ``block_maps`` is pooled by
+    ``pool`` blocks per cell on both axes; the other arrays keep one column per block.
+    """
+
+    block_size: int
+    n_tokens: int
+    pool: int
+    block_maps: np.ndarray  # (L, h, m, m): query cell x key cell, m = ceil(nb / pool)
+    answer_blocks: np.ndarray  # (L, h, a, nb): each answer token's weight per key block
+    answer_pack: np.ndarray  # (L, h, a, s): each answer token's weight per pack slot
+    pack_reads: np.ndarray  # (L, h, s, nb): each pack slot's weight per input block
+    answer_tokens: tuple[str, ...]  # a labels, the answer's tokens as text
+    answer_block_range: tuple[int, int] | None  # first and last block holding the answer
+    question_blocks: int  # blocks covered by [CLS] + question + [SEP]
+    block_labels: tuple[str, ...]  # nb hover labels: where each block starts
+
+    @property
+    def num_layers(self) -> int:
+        """Number of encoder layers summarised."""
+        return int(self.block_maps.shape[0])
+
+    @property
+    def num_heads(self) -> int:
+        """Number of attention heads per layer."""
+        return int(self.block_maps.shape[1])
+
+
+# ----------------------------------------------------------------------------------
+# Reductions: model tensors -> numpy
+# ----------------------------------------------------------------------------------
+
+
+def bialibi_parameters(model: Any) -> dict[str, np.ndarray]:
+    """Collect BiALiBi's alpha, beta and gamma of every layer as (layers, heads) arrays.
+
+    Works for ``LittleBirdForQuestionAnswering`` (``model.littlebird.encoder.layer``)
+    and for the bare encoder model (``model.encoder.layer``).
+    """
+    backbone = getattr(model, "littlebird", model)
+    layers = backbone.encoder.layer
+    out = {}
+    for name in ("alpha", "beta", "gamma"):
+        rows = [getattr(layer.bialibi, name).detach().float().cpu().numpy() for layer in layers]
+        out[name] = np.stack(rows).astype(np.float32)
+    return out
+
+
+def pool_blocks(matrix: np.ndarray, pool: int) -> np.ndarray:
+    """Pool the last two axes of ``matrix`` (..., nq, nk) by ``pool`` x ``pool`` blocks.
+
+    Key blocks are summed and query blocks averaged, so a cell still reads "share of
+    its queries' attention that went to these keys". The ragged last row of cells is
+    averaged over the query blocks it really has.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    if pool == 1:
+        return matrix
+    *lead, nq, nk = matrix.shape
+    mq, mk = math.ceil(nq / pool), math.ceil(nk / pool)
+    padded = np.zeros((*lead, mq * pool, mk * pool), dtype=np.float32)
+    padded[..., :nq, :nk] = matrix
+    sums = padded.reshape(*lead, mq, pool, mk, pool).sum(axis=(-1, -3))  # (..., mq, mk)
+    queries_per_cell = np.minimum(pool, nq - np.arange(mq) * pool)  # (mq,)
+    return sums / queries_per_cell[:, None]
+
+
+def _block_labels(
+    text: str, token_offsets: Sequence[tuple[int, int] | None], block_size: int, n_tokens: int
+) -> tuple[str, ...]:
+    """Label each block with the start of the document text it holds."""
+    labels = []
+    for first in range(0, n_tokens, block_size):
+        spans = [o for o in token_offsets[first : first + block_size] if o is not None]
+        if not spans:
+            labels.append("[CLS] / question" if first == 0 else "(special tokens)")
+            continue
+        start, end = spans[0][0], spans[-1][1]
+        snippet = " ".join(text[start:end].split())
+        labels.append(snippet[:LABEL_CHARS] + ("…" if len(snippet) > LABEL_CHARS else ""))
+    return tuple(labels)
+
+
+def _local_to_blocks(local: np.ndarray, q: np.ndarray, nb: int) -> np.ndarray:
+    """Scatter local weights (..., a, 3b) of queries in blocks ``q`` into (..., a, nb) key blocks."""
+    *lead, a, three_b = local.shape
+    per_neighbour = local.reshape(*lead, a, 3, three_b // 3).sum(-1)  # (..., a, 3): blocks q-1, q, q+1
+    out = np.zeros((*lead, a, nb + 2), dtype=np.float32)
+    rows = np.arange(a)
+    for k in range(3):
+        # column q-1+k, shifted by one so q-1 = -1 lands in a spare column that is dropped
+        out[..., rows, q + k] += per_neighbour[..., k]
+    return out[..., 1 : nb + 1]
+
+
+def summarize_attention(
+    attentions: Sequence[Any],
+    *,
+    text: str,
+    token_offsets: Sequence[tuple[int, int] | None],
+    answer_positions: Sequence[int],
+    question_tokens: int,
+    block_size: int,
+    max_cells: int = MAX_CELLS,
+) -> AttentionSummary:
+    """Reduce one window's per-layer ``LittleBirdAttentions`` to an ``AttentionSummary``.
+
+    Args:
+        attentions: one object per layer with tensors ``local`` (B, h, nb, b, 3b),
+            ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s), ``pack``
+            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb). Batch row 0
+            is used.
+        text: the document text that ``token_offsets`` index into.
+        token_offsets: per window token, its (start, end) in ``text``, or None for
+            special and question tokens.
+        answer_positions: token positions (in the window) of the best answer.
+        question_tokens: tokens before the context starts ([CLS], question, [SEP]).
+        block_size: the model's block size b.
+        max_cells: pool the block map so neither axis exceeds this many cells.
+    """
+    n_tokens = len(token_offsets)
+    positions = np.asarray(answer_positions, dtype=np.int64)
+    q_blocks, rows = positions // block_size, positions % block_size
+    block_maps, answer_blocks, answer_pack, pack_reads = [], [], [], []
+    for layer in attentions:
+        local = _numpy(layer.local)[0]  # (h, nb, b, 3b)
+        nb = local.shape[1]
+        pool = max(1, math.ceil(nb / max_cells))
+        block_maps.append(pool_blocks(_numpy(layer.block_map())[0], pool))
+        # where the answer's tokens looked: local neighbours + block 0 + pack slots
+        tok_local = local[:, q_blocks, rows]  # (h, a, 3b)
+        tok_blocks = _local_to_blocks(tok_local, q_blocks, nb)  # (h, a, nb)
+        tok_blocks[..., 0] += _numpy(layer.global_)[0][:, q_blocks, rows].sum(-1)
+        answer_blocks.append(tok_blocks)
+        answer_pack.append(_numpy(layer.packed)[0][:, q_blocks, rows])  # (h, a, s)
+        pack = _numpy(layer.pack)[0]  # (h, s, n_padded)
+        h, s, n_padded = pack.shape
+        reads = pack[..., : nb * block_size].reshape(h, s, nb, block_size).sum(-1)
+        pack_reads.append(reads)  # (h, s, nb)
+    answer_tokens = tuple(
+        text[token_offsets[p][0] : token_offsets[p][1]] if token_offsets[p] else "?" for p in positions
+    )
+    answer_range = (int(q_blocks.min()), int(q_blocks.max())) if len(positions) else None
+    return AttentionSummary(
+        block_size=block_size,
+        n_tokens=n_tokens,
+        pool=pool,
+        block_maps=np.stack(block_maps),
+        answer_blocks=np.stack(answer_blocks).astype(np.float32),
+        answer_pack=np.stack(answer_pack).astype(np.float32),
+        pack_reads=np.stack(pack_reads).astype(np.float32),
+        answer_tokens=answer_tokens,
+        answer_block_range=answer_range,
+        question_blocks=math.ceil(question_tokens / block_size),
+        block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
+    )
+
+
+def _numpy(tensor: Any) -> np.ndarray:
+    """float32 numpy view of a torch tensor (any device, any dtype) or array."""
+    if hasattr(tensor, "detach"):
+        tensor = tensor.detach().float().cpu().numpy()
+    return np.asarray(tensor, dtype=np.float32)
+
+
+# ----------------------------------------------------------------------------------
+# Figures: numpy -> plotly
+# ----------------------------------------------------------------------------------
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    """The layout every explorer figure shares: no template (saves bytes), small margins."""
+    fig.update_layout(
+        template="none",
+        title={"text": title, "font": {"size": 13}},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 40, "b": 45},
+        font=_FONT,
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def _log_weights(weights: np.ndarray) -> np.ndarray:
+    """log10 of attention weights with a floor, rounded: the paper plots log scale."""
+    return np.round(np.log10(np.clip(np.nan_to_num(weights), LOG_FLOOR, None)), 3).astype(np.float32)
+
+
+def _log_colorbar(title: str) -> dict:
+    """Colour bar for log10 weights, labelled in plain weights."""
+    exponents = range(int(math.log10(LOG_FLOOR)), 1)
+    return {
+        "title": {"text": title, "side": "right"},
+        "tickvals": list(exponents),
+        "ticktext": [f"1e{e}" if e else "1" for e in exponents],
+        "thickness": 12,
+    }
+
+
+def bialibi_heatmap(alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray) -> go.Figure:
+    """BiALiBi's learnt slopes per layer (rows) and head (columns), one panel each.
+
+    alpha is the [CLS] bias, beta the slope to the left, gamma to the right; each is a
+    (layers, heads) array. Panels get their own colour scale because the three differ
+    by orders of magnitude.
+    """
+    panels = {"α ([CLS])": alpha, "β (left)": beta, "γ (right)": gamma}
+    fig = make_subplots(rows=1, cols=3, subplot_titles=list(panels), shared_yaxes=True, horizontal_spacing=0.08)
+    n_layers, n_heads = np.asarray(alpha).shape
+    for col, (name, values) in enumerate(panels.items(), start=1):
+        values = np.asarray(values, dtype=np.float32)
+        fig.add_trace(
+            go.Heatmap(
+                z=values,
+                x=list(range(n_heads)),
+                y=list(range(n_layers)),
+                coloraxis=f"coloraxis{col if col > 1 else ''}",
+                hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name.split()[0]} = %{{z:.4f}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        bar_x = [0.27, 0.63, 1.0][col - 1]
+        fig.update_layout(
+            {f"coloraxis{col if col > 1 else ''}": {"colorscale": _COLORSCALE, "colorbar": {"x": bar_x, "thickness": 8, "len": 0.9}}}
+        )
+        fig.update_xaxes(title_text="head", row=1, col=col, dtick=1 if n_heads <= 16 else None)
+    fig.update_yaxes(title_text="layer", row=1, col=1, autorange="reversed", dtick=1 if n_layers <= 24 else None)
+    fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_yaxes(autorange="reversed", row=1, col=3)
+    return _layout(fig, "BiALiBi slopes per layer and head", height=300)
+
+
+def bialibi_distance_curves(
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    gamma: np.ndarray,
+    *,
+    layer: int,
+    block_size: int,
+    head: int | None = None,
+) -> go.Figure:
+    """The bias BiALiBi subtracts from attention scores against key distance, per head.
+
+    x is the key position minus the query position: left keys (x < 0) cost beta*|x|,
+    right keys gamma*x, the query itself 0. Curves span the sliding window (+-2b), the
+    farthest a local key can be. Dotted lines mark each head's uniform pack bias
+    (beta+gamma)/2*b; alpha (the [CLS] bias) is in the hover text. ``head`` is drawn
+    thick, the others thin. Each curve is three points: the bias is piecewise linear.
+    """
+    a, b, g = (np.asarray(v, dtype=np.float32)[layer] for v in (alpha, beta, gamma))
+    reach = 2 * block_size
+    fig = go.Figure()
+    palette = _palette(len(a))
+    for h in range(len(a)):
+        chosen = head is None or h == head
+        pack_bias = float((b[h] + g[h]) / 2 * block_size)
+        common = {"legendgroup": f"h{h}", "line": {"color": palette[h], "width": 3 if chosen and head is not None else 1.5}}
+        fig.add_trace(
+            go.Scatter(
+                x=[-reach, 0, reach],
+                y=[float(b[h] * reach), 0.0, float(g[h] * reach)],
+                mode="lines",
+                name=f"head {h}",
+                opacity=1.0 if chosen else 0.35,
+                hovertemplate=(
+                    f"head {h}<br>distance %{{x}}<br>bias %{{y:.3f}}"
+                    f"<br>α={a[h]:.3f} β={b[h]:.4f} γ={g[h]:.4f}<extra></extra>"
+                ),
+                **common,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=[-reach, reach],
+                y=[pack_bias, pack_bias],
+                mode="lines",
+                showlegend=False,
+                opacity=0.8 if chosen else 0.25,
+                hovertemplate=f"head {h}: pack bias (β+γ)/2·b = {pack_bias:.3f}<extra></extra>",
+                **{**common, "line": {**common["line"], "dash": "dot", "width": 1}},
+            )
+        )
+    fig.update_xaxes(title_text="key position − query position (tokens); left < 0 < right", zeroline=True)
+    fig.update_yaxes(title_text="bias subtracted from score")
+    return _layout(fig, f"BiALiBi bias against distance, layer {layer}", height=320)
+
+
+def _palette(n: int) -> list[str]:
+    """n distinct colours for heads."""
+    base = [
+        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+        "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a",
+    ]  # fmt: skip
+    return [base[i % len(base)] for i in range(n)]
+
+
+def _heatmap(z: np.ndarray, x: Any, y: Any, **kwargs: Any) -> go.Heatmap:
+    """A log10-weight heatmap on the shared colour scale (1e-4 .. 1)."""
+    return go.Heatmap(
+        z=_log_weights(z), x=x, y=y, colorscale=_COLORSCALE, zmin=math.log10(LOG_FLOOR), zmax=0, **kwargs
+    )
+
+
+def _text_strip(block_labels: Sequence[str], block_size: int) -> go.Scatter:
+    """A row of markers, one per block, whose hover shows the text the block starts with.
+
+    Hover text on every heatmap cell would repeat each label once per row (hundreds of
+    KB for a long document); one strip under the x axis carries each label once.
+    """
+    return go.Scatter(
+        x=np.arange(len(block_labels)) * block_size,
+        y=np.zeros(len(block_labels), dtype=np.float32),
+        text=list(block_labels),
+        mode="markers",
+        marker={"symbol": "line-ns-open", "size": 8, "color": "#888"},
+        showlegend=False,
+        hovertemplate="tokens from %{x}: %{text}<extra></extra>",
+    )
+
+
+def _outline_answer(fig: go.Figure, answer_block_range: tuple[int, int] | None, block_size: int, cell: int, **where: Any) -> None:
+    """Outline the x range of the answer's blocks; ``cell`` is the tokens per heatmap cell."""
+    if answer_block_range is None:
+        return
+    first, last = answer_block_range
+    fig.add_vrect(
+        x0=first * block_size - cell / 2, x1=(last + 1) * block_size - cell / 2,
+        line={"color": "#ff4136", "width": 2}, fillcolor="rgba(0,0,0,0)", **where,
+    )  # fmt: skip
+
+
+def _with_strip(cols: int = 1, **kwargs: Any) -> go.Figure:
+    """Subplots: the heatmap(s) in row 1, the block text strip in a thin row 2."""
+    specs = [[{}] * cols, [{}] + [None] * (cols - 1)]
+    fig = make_subplots(
+        rows=2, cols=cols, row_heights=[0.93, 0.07], vertical_spacing=0.02, shared_xaxes=True, specs=specs, **kwargs
+    )
+    fig.update_yaxes(visible=False, fixedrange=True, row=2, col=1)
+    return fig
+
+
+def attention_block_map(
+    block_map: np.ndarray,
+    *,
+    block_size: int,
+    pool: int = 1,
+    layer: int,
+    head: int,
+    block_labels: Sequence[str] = (),
+    answer_block_range: tuple[int, int] | None = None,
+    question_blocks: int = 1,
+) -> go.Figure:
+    """Attention at block resolution over the window, like the paper's figure 4.
+
+    ``block_map`` is (query cells, key cells) for one layer and head, already pooled by
+    ``pool`` blocks per cell. x is the query position and y the key position (the
+    paper's orientation), colour is log10 of the weight. The diagonal band is the
+    sliding window, the bottom rows block 0 ([CLS] and the question, which every block
+    may read); the answer's query blocks are outlined.
+    """
+    z = np.asarray(block_map, dtype=np.float32).T  # (key cells, query cells): y = keys
+    cell = pool * block_size
+    fig = _with_strip()
+    fig.add_trace(
+        _heatmap(
+            z, np.arange(z.shape[1]) * cell, np.arange(z.shape[0]) * cell,
+            colorbar=_log_colorbar("weight"),
+            hovertemplate="queries from token %{x}<br>keys from token %{y}<br>log10 weight %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=1,
+    )  # fmt: skip
+    fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
+    _outline_answer(fig, answer_block_range, block_size, cell, row=1, col=1)
+    fig.add_hline(y=question_blocks * block_size - cell / 2, line={"color": "white", "width": 1, "dash": "dot"}, row=1, col=1)
+    fig.update_xaxes(title_text=f"query position (tokens, {cell} per cell)", row=2, col=1)
+    fig.update_yaxes(title_text="key position (tokens)", row=1, col=1)
+    return _layout(fig, f"Attention by block, layer {layer} head {head}", height=480)
+
+
+def answer_token_attention(
+    block_weights: np.ndarray,
+    pack_weights: np.ndarray,
+    *,
+    token_labels: Sequence[str],
+    block_labels: Sequence[str],
+    block_size: int,
+    layer: int,
+    head: int,
+) -> go.Figure:
+    """Where each of the answer's tokens looked: key blocks on the left, pack slots on the right.
+
+    ``block_weights`` is (answer tokens, key blocks): weight to the sliding window and
+    block 0, summed per block. ``pack_weights`` is (answer tokens, pack slots). Each
+    row of the two together sums to about 1.
+    """
+    title = f"Where the answer's tokens looked, layer {layer} head {head}"
+    if len(token_labels) == 0:
+        return _message_figure(title, "No answer span was chosen, so there are no answer tokens to show.")
+    block_weights = np.asarray(block_weights, dtype=np.float32)
+    pack_weights = np.asarray(pack_weights, dtype=np.float32)
+    rows = [f"{i}: {t.strip() or '·'}" for i, t in enumerate(token_labels)]
+    fig = _with_strip(
+        cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.04,
+        subplot_titles=["key blocks (window + block 0)", "pack slots"],
+    )  # fmt: skip
+    fig.add_trace(
+        _heatmap(
+            block_weights, np.arange(block_weights.shape[1]) * block_size, rows,
+            colorbar=_log_colorbar("weight"),
+            hovertemplate="%{y}<br>keys from token %{x}<br>log10 weight %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=1,
+    )  # fmt: skip
+    fig.add_trace(
+        _heatmap(
+            pack_weights, list(range(pack_weights.shape[1])), rows, showscale=False,
+            hovertemplate="%{y}<br>pack slot %{x}<br>log10 weight %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=2,
+    )  # fmt: skip
+    fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
+    fig.update_yaxes(autorange="reversed", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=2)
+    fig.update_xaxes(title_text="key position (tokens)", row=2, col=1)
+    fig.update_xaxes(title_text="slot", row=1, col=2)
+    return _layout(fig, title, height=min(160 + 18 * max(len(rows), 4), 720))
+
+
+def pack_slot_reads(
+    reads: np.ndarray,
+    *,
+    block_labels: Sequence[str],
+    block_size: int,
+    layer: int,
+    head: int,
+    answer_block_range: tuple[int, int] | None = None,
+) -> go.Figure:
+    """What each pack slot read: its pack-attention weight per input block (C_P = Attn(P, X)).
+
+    ``reads`` is (pack slots, input blocks). Each row sums to 1 over the window, so a
+    bright cell means that slot summarises that part of the document.
+    """
+    reads = np.asarray(reads, dtype=np.float32)
+    fig = _with_strip()
+    fig.add_trace(
+        _heatmap(
+            reads, np.arange(reads.shape[1]) * block_size, list(range(reads.shape[0])),
+            colorbar=_log_colorbar("weight"),
+            hovertemplate="slot %{y}<br>tokens from %{x}<br>log10 weight %{z:.2f}<extra></extra>",
+        ),
+        row=1, col=1,
+    )  # fmt: skip
+    fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
+    _outline_answer(fig, answer_block_range, block_size, block_size, row=1, col=1)
+    fig.update_xaxes(title_text="input position (tokens)", row=2, col=1)
+    fig.update_yaxes(title_text="pack slot", autorange="reversed", row=1, col=1)
+    return _layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
+
+
+def _message_figure(title: str, message: str) -> go.Figure:
+    """An empty figure that says why there is nothing to draw."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, height=160)

@@ -1,0 +1,216 @@
+"""The explorer's reductions and figures, on synthetic attention tensors of the model's shapes."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from app import figures
+
+B = 8  # block size for the small synthetic windows
+S = 4  # pack slots
+
+
+@dataclass
+class FakeAttentions:
+    """Stands in for ``LittleBirdAttentions``: same tensor names and shapes."""
+
+    local: torch.Tensor  # (1, h, nb, b, 3b)
+    global_: torch.Tensor  # (1, h, nb, b, b)
+    packed: torch.Tensor  # (1, h, nb, b, s)
+    pack: torch.Tensor  # (1, h, s, n_padded)
+
+    def block_map(self) -> torch.Tensor:
+        """(1, h, nb, nb): per query block, weight per key block, averaged over its queries."""
+        _, h, nb, b, _ = self.local.shape
+        out = torch.zeros(1, h, nb, nb + 2)
+        per_neighbour = self.local.reshape(1, h, nb, b, 3, b).sum(-1).mean(3)  # (1, h, nb, 3)
+        for k in range(3):
+            out[:, :, torch.arange(nb), torch.arange(nb) + k] += per_neighbour[..., k]
+        out = out[..., 1 : nb + 1]
+        out[..., 0] += self.global_.sum(-1).mean(-1)
+        return out
+
+
+def fake_layer(n: int, heads: int, seed: int) -> FakeAttentions:
+    """Random attention that is a proper distribution over the keys each query may see."""
+    g = torch.Generator().manual_seed(seed)
+    nb = math.ceil(n / B)
+    scores = torch.rand(1, heads, nb, B, 3 * B + B + S, generator=g)
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+    allowed[:, :, 0, :, :B] = False  # no block left of block 0
+    allowed[:, :, -1, :, 2 * B : 3 * B] = False  # no block right of the last
+    allowed[:, :, :2, :, 3 * B : 4 * B] = False  # block 0 already in the window for q <= 1
+    weights = torch.where(allowed, scores, torch.zeros(())).div_(0.2).exp_() * allowed
+    weights = weights / weights.sum(-1, keepdim=True)
+    pack = torch.rand(1, heads, S, nb * B, generator=g).softmax(-1)
+    return FakeAttentions(weights[..., : 3 * B], weights[..., 3 * B : 4 * B], weights[..., 4 * B :], pack)
+
+
+def offsets_for(n: int, question_tokens: int) -> list[tuple[int, int] | None]:
+    """Context token i covers characters [4i, 4i+3) of a made-up text; question tokens have none."""
+    return [None if i < question_tokens else (4 * i, 4 * i + 3) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def summary() -> figures.AttentionSummary:
+    n, q = 70, 5  # 9 blocks, the last one ragged
+    text = "".join(f"t{i:02d} " for i in range(n))
+    layers = [fake_layer(n, heads=3, seed=s) for s in range(2)]
+    return figures.summarize_attention(
+        layers, text=text, token_offsets=offsets_for(n, q), answer_positions=[33, 34, 35],
+        question_tokens=q, block_size=B, max_cells=4,
+    )  # fmt: skip
+
+
+def test_pool_blocks_sums_keys_and_averages_queries():
+    m = np.arange(25, dtype=np.float32).reshape(5, 5)
+    pooled = figures.pool_blocks(m, 2)
+    assert pooled.shape == (3, 3)
+    assert pooled[0, 0] == pytest.approx((0 + 1 + 5 + 6) / 2)
+    assert pooled[2, 2] == pytest.approx(24)  # the ragged corner has one query block and one key block
+    # rows keep their total mass: pooled row sum = mean of the pooled rows' sums
+    assert pooled[1].sum() == pytest.approx(m[2:4].sum(1).mean())
+
+
+def test_summary_shapes_and_labels(summary):
+    assert summary.num_layers == 2 and summary.num_heads == 3
+    assert summary.pool == 3  # 9 blocks into at most 4 cells
+    assert summary.block_maps.shape == (2, 3, 3, 3)
+    assert summary.answer_blocks.shape == (2, 3, 3, 9)
+    assert summary.answer_pack.shape == (2, 3, 3, S)
+    assert summary.pack_reads.shape == (2, 3, S, 9)
+    assert summary.answer_tokens == ("t33", "t34", "t35")
+    assert summary.answer_block_range == (4, 4)
+    assert summary.question_blocks == 1
+    assert summary.block_labels[0].startswith("t05")  # first block: its context part
+    assert summary.block_labels[8].startswith("t64")
+
+
+def test_answer_rows_are_distributions(summary):
+    total = summary.answer_blocks.sum(-1) + summary.answer_pack.sum(-1)
+    np.testing.assert_allclose(total, 1.0, rtol=1e-5)
+    np.testing.assert_allclose(summary.pack_reads.sum(-1), 1.0, rtol=1e-5)
+
+
+def test_local_weights_land_in_the_right_key_blocks():
+    n = 40  # 5 blocks
+    layer = fake_layer(n, heads=1, seed=0)
+    layer.local.zero_()
+    layer.global_.zero_()
+    layer.packed.zero_()
+    layer.local[0, 0, 3, 2, 1] = 1.0  # token 3*B+2 gives everything to a key of block 2 (left neighbour)
+    layer.local[0, 0, 2, 0, 2 * B + 5] = 0.25  # token 2*B gives a quarter to block 3 (right neighbour)
+    layer.global_[0, 0, 2, 0, 0] = 0.75  # ... and three quarters to block 0
+    s = figures.summarize_attention(
+        [layer], text="x" * 200, token_offsets=offsets_for(n, 2), answer_positions=[3 * B + 2, 2 * B],
+        question_tokens=2, block_size=B,
+    )  # fmt: skip
+    np.testing.assert_allclose(s.answer_blocks[0, 0, 0], [0, 0, 1, 0, 0])
+    np.testing.assert_allclose(s.answer_blocks[0, 0, 1], [0.75, 0, 0, 0.25, 0])
+
+
+def test_bialibi_parameters_reads_every_layer():
+    class Bialibi(torch.nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            self.alpha = torch.nn.Parameter(torch.full((2,), float(i)))
+            self.beta = torch.nn.Parameter(torch.tensor([0.1, 0.2]))
+            self.gamma = torch.nn.Parameter(torch.tensor([0.3, 0.4]))
+
+    class Layer(torch.nn.Module):
+        def __init__(self, i):
+            super().__init__()
+            self.bialibi = Bialibi(i)
+
+    model = torch.nn.Module()
+    model.littlebird = torch.nn.Module()
+    model.littlebird.encoder = torch.nn.Module()
+    model.littlebird.encoder.layer = torch.nn.ModuleList([Layer(i) for i in range(3)])
+    params = figures.bialibi_parameters(model)
+    assert params["alpha"].shape == (3, 2)
+    np.testing.assert_allclose(params["alpha"][:, 0], [0, 1, 2])
+    np.testing.assert_allclose(params["gamma"][2], [0.3, 0.4])
+
+
+def _slopes(layers=12, heads=12):
+    rng = np.random.default_rng(0)
+    return {k: rng.uniform(0.0, 0.2, (layers, heads)).astype(np.float32) for k in ("alpha", "beta", "gamma")}
+
+
+def test_bialibi_figures():
+    p = _slopes()
+    heat = figures.bialibi_heatmap(p["alpha"], p["beta"], p["gamma"])
+    assert isinstance(heat, go.Figure) and len(heat.data) == 3
+    np.testing.assert_allclose(heat.data[1].z, p["beta"])
+
+    curves = figures.bialibi_distance_curves(p["alpha"], p["beta"], p["gamma"], layer=4, block_size=64, head=2)
+    lines = [t for t in curves.data if t.showlegend is not False]
+    assert len(lines) == 12
+    # left of the query the cost is beta * distance, right of it gamma * distance, zero at the query
+    assert list(lines[2].x) == [-128, 0, 128]
+    np.testing.assert_allclose(lines[2].y, [p["beta"][4, 2] * 128, 0, p["gamma"][4, 2] * 128], rtol=1e-6)
+    assert lines[2].line.width > lines[0].line.width  # the chosen head stands out
+
+
+def test_figures_from_summary(summary):
+    block_map = figures.attention_block_map(
+        summary.block_maps[1, 2], block_size=B, pool=summary.pool, layer=1, head=2,
+        block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
+    )  # fmt: skip
+    heat = block_map.data[0]
+    # the paper's orientation: x = query position, y = key position
+    np.testing.assert_allclose(heat.z, figures._log_weights(summary.block_maps[1, 2].T))
+    assert list(heat.x) == [0, 24, 48]
+
+    answer = figures.answer_token_attention(
+        summary.answer_blocks[0, 0], summary.answer_pack[0, 0], token_labels=summary.answer_tokens,
+        block_labels=summary.block_labels, block_size=B, layer=0, head=0,
+    )  # fmt: skip
+    assert [len(t.y) for t in answer.data[:2]] == [3, 3]
+    assert "t33" in answer.data[0].y[0]
+
+    reads = figures.pack_slot_reads(summary.pack_reads[0, 1], block_labels=summary.block_labels, block_size=B, layer=0, head=1)
+    assert reads.data[0].z.shape == (S, 9)
+
+
+def test_no_answer_gives_a_message_figure():
+    fig = figures.answer_token_attention(
+        np.zeros((0, 5)), np.zeros((0, S)), token_labels=(), block_labels=("a",) * 5, block_size=B, layer=0, head=0
+    )
+    assert "No answer" in fig.layout.annotations[0].text
+
+
+def test_figures_stay_light_for_a_16k_document():
+    """256 blocks of 64 tokens: every figure's JSON stays a few hundred KB at most."""
+    rng = np.random.default_rng(1)
+    nb, b, s = 256, 64, 64
+    labels = tuple(f"block {i} " + "가나다라 " * 12 for i in range(nb))
+    raw_map = rng.dirichlet(np.ones(nb), size=nb).astype(np.float32)
+    pool = math.ceil(nb / figures.MAX_CELLS)
+    sizes = {
+        "block_map": figures.attention_block_map(
+            figures.pool_blocks(raw_map, pool), block_size=b, pool=pool, layer=0, head=0,
+            block_labels=labels, answer_block_range=(100, 101),
+        ),
+        "answer": figures.answer_token_attention(
+            rng.dirichlet(np.ones(nb), size=30), rng.dirichlet(np.ones(s), size=30),
+            token_labels=[f"tok{i}" for i in range(30)], block_labels=labels, block_size=b, layer=0, head=0,
+        ),
+        "pack": figures.pack_slot_reads(
+            rng.dirichlet(np.ones(nb), size=s), block_labels=labels, block_size=b, layer=0, head=0
+        ),
+        "curves": figures.bialibi_distance_curves(*_slopes().values(), layer=0, block_size=b),
+        "heatmap": figures.bialibi_heatmap(*_slopes().values()),
+    }  # fmt: skip
+    for name, fig in sizes.items():
+        size = len(fig.to_json())
+        assert size < 250_000, f"{name} figure is {size} bytes of JSON"
+        json.loads(fig.to_json())  # valid JSON, as gr.Plot sends it
+    assert sizes["block_map"].data[0].z.shape == (128, 128)
