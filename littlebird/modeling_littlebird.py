@@ -1,0 +1,683 @@
+"""LittleBird (Lee et al., 2022): BiALiBi, pack & unpack attention, blocked sliding window.
+
+One file holds everything a forward pass needs, section 3 of the paper read top to bottom:
+
+- ``BiALiBi``: the distance matrix D of eq. 3.1 (alpha for [CLS], beta left, gamma right).
+- ``pack_attention``: C_P = Attn(P, X), linear in n (s packed queries).
+- ``usw_attention_blocked``: USWAttn(X, C_P), one softmax over [K(C_P); K(X)] with bias [D_P; D],
+  where each block of b queries sees its own block, both neighbours, the first (global) block
+  and the s packed vectors. Nothing of size n x n is ever built.
+- ``LittleBirdLayer``: P' = LN(C_P + P), A = LN(C_X + X), X' = LN(FFN(A) + A).
+- ``LittleBirdForQuestionAnswering``: the QA head of appendix A.2.
+
+Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pack size, H hidden.
+"""
+
+import functools
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.activations import ACT2FN
+from transformers.modeling_outputs import BaseModelOutput, QuestionAnsweringModelOutput
+
+from .configuration_littlebird import LittleBirdConfig
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """The ALiBi head slopes of Press et al.: 2^(-8/h), 2^(-16/h), ... (interleaved when h is no power of 2)."""
+
+    def power_of_two_slopes(n):
+        start = 2 ** (-8 / n)
+        return [start ** (i + 1) for i in range(n)]
+
+    if math.log2(num_heads).is_integer():
+        slopes = power_of_two_slopes(num_heads)
+    else:
+        closest = 2 ** math.floor(math.log2(num_heads))
+        slopes = power_of_two_slopes(closest) + power_of_two_slopes(2 * closest)[0::2][: num_heads - closest]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+class BiALiBi(nn.Module):
+    """Bidirectional ALiBi: learnable per-head slopes alpha, beta, gamma (section 3.1)."""
+
+    def __init__(self, num_heads: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.empty(num_heads))
+        self.beta = nn.Parameter(torch.empty(num_heads))
+        self.gamma = nn.Parameter(torch.empty(num_heads))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # ALiBi's slopes for both directions; [CLS] starts as if it sat next to every token.
+        slopes = alibi_slopes(self.alpha.numel())
+        with torch.no_grad():
+            for p in (self.alpha, self.beta, self.gamma):
+                p.copy_(slopes)
+
+    def distance_bias(self, dist: torch.Tensor, touches_cls: torch.Tensor) -> torch.Tensor:
+        """D for key-minus-query distances ``dist`` (B, 1, ...) -> (B, h, ...).
+
+        D = 0 on the diagonal, alpha for a pair touching position 0 ([CLS]),
+        beta * (i - j) for a key j left of query i, gamma * (j - i) for a key to the right.
+        """
+        shape = (1, -1) + (1,) * (dist.dim() - 2)
+        alpha, beta, gamma = (p.view(shape).to(dist.dtype) for p in (self.alpha, self.beta, self.gamma))
+        d = torch.where(dist > 0, gamma * dist, -beta * dist)
+        return torch.where(touches_cls, alpha, d)
+
+    def pack_bias(self, block_size: int) -> torch.Tensor:
+        """D_P = ((beta + gamma) / 2 * b) J: every packed vector sits b tokens away. Shape (h,)."""
+        return (self.beta + self.gamma) / 2 * block_size
+
+
+@dataclass
+class BlockGeometry:
+    """Positions and masks of the blocked window, shared by every layer of one forward pass.
+
+    Built once from position ids, so Padding Insertion (shifted ids) changes distances only.
+    ``local_*`` cover the 3b keys of blocks q-1, q, q+1 of each query block q; ``global_*``
+    the b keys of block 0 (masked where block 0 already lies in the window, q <= 1).
+    """
+
+    block_size: int
+    position_ids: torch.Tensor  # (B, n) long
+    key_valid: torch.Tensor  # (B, n) bool: a real token, not padding
+    query_valid: torch.Tensor  # (B, nb, b) bool
+    local_dist: torch.Tensor  # (B, 1, nb, b, 3b) key position - query position
+    local_cls: torch.Tensor  # (B, 1, nb, b, 3b) the pair touches position 0 and is not the diagonal
+    local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / -inf
+    global_dist: torch.Tensor  # (B, 1, nb, b, b)
+    global_cls: torch.Tensor  # (B, 1, nb, b, b)
+    global_mask: torch.Tensor  # (B, 1, nb, 1, b)
+    cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.query_valid.shape[1]
+
+    def chunk(self, start: int, end: int) -> "BlockGeometry":
+        """The geometry of query blocks [start, end)."""
+        take = lambda t: t[:, :, start:end] if t.dim() == 5 else t  # noqa: E731
+        return BlockGeometry(
+            block_size=self.block_size,
+            position_ids=self.position_ids,
+            key_valid=self.key_valid,
+            query_valid=self.query_valid[:, start:end],
+            local_dist=take(self.local_dist),
+            local_cls=take(self.local_cls),
+            local_mask=take(self.local_mask),
+            global_dist=take(self.global_dist),
+            global_cls=take(self.global_cls),
+            global_mask=take(self.global_mask),
+        )
+
+
+def _look_around(x: torch.Tensor, block_dim: int, fill) -> torch.Tensor:
+    """Concatenate blocks q-1, q, q+1 along the dimension after ``block_dim``; edges get ``fill``."""
+    pad_shape = list(x.shape)
+    pad_shape[block_dim] = 1
+    pad = torch.full(pad_shape, fill, dtype=x.dtype, device=x.device)
+    padded = torch.cat([pad, x, pad], dim=block_dim)  # (..., nb + 2, b, ...)
+    nb = x.shape[block_dim]
+    windows = [padded.narrow(block_dim, offset, nb) for offset in range(3)]
+    return torch.cat(windows, dim=block_dim + 1)  # (..., nb, 3b, ...)
+
+
+def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, block_size: int, dtype) -> BlockGeometry:
+    """Distances and masks of the blocked window from position ids (B, n) and validity (B, n), n = nb * b."""
+    B, n = position_ids.shape
+    b = block_size
+    nb = n // b
+    pos = position_ids.view(B, nb, b)
+    valid = key_valid.view(B, nb, b)
+    index = torch.arange(n, device=position_ids.device).view(1, nb, b).expand(B, nb, b)
+
+    window_pos = _look_around(pos, 1, 0)  # (B, nb, 3b)
+    window_valid = _look_around(valid, 1, False)
+    window_index = _look_around(index, 1, -1)
+
+    def pair(q_pos, q_index, k_pos, k_index):
+        dist = (k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)).to(dtype)  # (B, nb, b, keys)
+        same = k_index.unsqueeze(-2) == q_index.unsqueeze(-1)
+        cls = ((q_pos == 0).unsqueeze(-1) | (k_pos == 0).unsqueeze(-2)) & ~same
+        return dist.unsqueeze(1), cls.unsqueeze(1)
+
+    local_dist, local_cls = pair(pos, index, window_pos, window_index)
+    first_pos = pos[:, :1].expand(B, nb, b)
+    first_index = index[:, :1].expand(B, nb, b)
+    global_dist, global_cls = pair(pos, index, first_pos, first_index)
+
+    neg_inf = torch.finfo(dtype).min
+    local_mask = torch.zeros(B, 1, nb, 1, 3 * b, dtype=dtype, device=pos.device)
+    local_mask.masked_fill_(~window_valid.view(B, 1, nb, 1, 3 * b), neg_inf)
+    # Block 0 is already in the window of blocks 0 and 1: count each key once.
+    global_valid = valid[:, :1].expand(B, nb, b).clone()
+    global_valid[:, :2] = False
+    global_mask = torch.zeros(B, 1, nb, 1, b, dtype=dtype, device=pos.device)
+    global_mask.masked_fill_(~global_valid.view(B, 1, nb, 1, b), neg_inf)
+    return BlockGeometry(
+        block_size=b,
+        position_ids=position_ids,
+        key_valid=key_valid,
+        query_valid=valid,
+        local_dist=local_dist,
+        local_cls=local_cls,
+        local_mask=local_mask,
+        global_dist=global_dist,
+        global_cls=global_cls,
+        global_mask=global_mask,
+    )
+
+
+@dataclass
+class LittleBirdAttentions:
+    """One layer's attention weights in compact form (never n x n).
+
+    - ``local`` (B, h, nb, b, 3b): what each query of block q gave to the keys of blocks q-1, q, q+1
+      (zeros where a block does not exist).
+    - ``global_`` (B, h, nb, b, b): what it gave to block 0 beyond its window (zeros for q <= 1).
+    - ``packed`` (B, h, nb, b, s): what it gave to the s packed vectors C_P.
+    - ``pack`` (B, h, s, n): the pack attention of each packed slot over the tokens.
+    - ``query_valid`` (B, nb, b): which queries are real tokens.
+    Each query's local + global + packed weights sum to one.
+    """
+
+    local: torch.Tensor
+    global_: torch.Tensor
+    packed: torch.Tensor
+    pack: torch.Tensor
+    query_valid: torch.Tensor
+
+    @property
+    def block_size(self) -> int:
+        return self.local.shape[-2]
+
+    def block_map(self) -> torch.Tensor:
+        """(B, h, nb, nb): per query block, the weight each key block received, averaged over real queries."""
+        B, h, nb, b, _ = self.local.shape
+        weights = self.query_valid.to(self.local.dtype).view(B, 1, nb, b, 1)
+        count = weights.sum(dim=3).clamp(min=1)  # (B, 1, nb, 1)
+        per_block = (self.local.view(B, h, nb, b, 3, b).sum(-1) * weights).sum(3) / count  # (B, h, nb, 3)
+        padded = torch.zeros(B, h, nb, nb + 2, dtype=self.local.dtype, device=self.local.device)
+        rows = torch.arange(nb, device=self.local.device)
+        for offset in range(3):
+            padded[:, :, rows, rows + offset] = per_block[..., offset]
+        block_map = padded[..., 1:-1].clone()
+        block_map[..., 0] += (self.global_.sum(-1) * weights[..., 0]).sum(3) / count[..., 0]
+        return block_map
+
+    def to_dense(self, n: Optional[int] = None) -> torch.Tensor:
+        """(B, h, n, n) token-to-token weights (the packed share left out). For tests and short inputs."""
+        B, h, nb, b, _ = self.local.shape
+        size = nb * b
+        dense = self.local.new_zeros(B, h, size, size + 2 * b)  # one spare block on each side
+        for q in range(nb):
+            dense[:, :, q * b : (q + 1) * b, q * b : q * b + 3 * b] = self.local[:, :, q]
+        dense = dense[..., b:-b].clone()
+        dense[..., :b] = dense[..., :b] + self.global_.reshape(B, h, size, b)
+        n = size if n is None else n
+        return dense[:, :, :n, :n]
+
+
+def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
+                          dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
+    """USWAttn(X, C_P) on blocks: softmax(Q [K(C_P); K(X)]^T / sqrt(d) - [D_P; D]) [V(C_P); V(X)].
+
+    q, k, v: (B, h, n, d); packed_k, packed_v: (B, h, s, d). Returns (B, h, n, d) and the
+    (local, global, packed) weights when asked. Query blocks are processed ``chunk_blocks`` at a
+    time, which bounds the temporaries at O(chunk * (4b + s)) without changing the result.
+    """
+    B, h, n, d = q.shape
+    b = geometry.block_size
+    nb = n // b
+    s = packed_k.shape[2]
+    scale = 1.0 / math.sqrt(d)
+    k_blocks = k.view(B, h, nb, b, d)
+    v_blocks = v.view(B, h, nb, b, d)
+    k_window = _look_around(k_blocks, 2, 0.0)  # (B, h, nb, 3b, d)
+    v_window = _look_around(v_blocks, 2, 0.0)
+    k_first, v_first = k_blocks[:, :, :1], v_blocks[:, :, :1]  # (B, h, 1, b, d)
+    packed_k, packed_v = packed_k.unsqueeze(2), packed_v.unsqueeze(2)  # (B, h, 1, s, d)
+    pack_bias = bialibi.pack_bias(b).to(q.dtype).view(1, h, 1, 1, 1)
+
+    chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
+    outputs, weights = [], []
+    for start in range(0, nb, chunk_blocks):
+        end = min(nb, start + chunk_blocks)
+        geo = geometry.chunk(start, end)
+        q_chunk = q[:, :, start * b : end * b].view(B, h, end - start, b, d)
+        scores_packed = q_chunk @ packed_k.transpose(-1, -2) * scale - pack_bias  # (B, h, m, b, s)
+        scores_global = (q_chunk @ k_first.transpose(-1, -2) * scale
+                         - bialibi.distance_bias(geo.global_dist, geo.global_cls) + geo.global_mask)  # (B, h, m, b, b)
+        scores_local = (q_chunk @ k_window[:, :, start:end].transpose(-1, -2) * scale
+                        - bialibi.distance_bias(geo.local_dist, geo.local_cls) + geo.local_mask)  # (B, h, m, b, 3b)
+        scores = torch.cat([scores_packed, scores_global, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        if output_attentions:
+            weights.append(probs)
+        if dropout_p:
+            probs = F.dropout(probs, p=dropout_p)
+        p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
+        out = p_packed @ packed_v + p_global @ v_first + p_local @ v_window[:, :, start:end]  # (B, h, m, b, d)
+        outputs.append(out)
+    out = torch.cat(outputs, dim=2).view(B, h, n, d)
+    if not output_attentions:
+        return out, None
+    probs = torch.cat(weights, dim=2)
+    p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
+    return out, (p_local, p_global, p_packed)
+
+
+def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
+                       dropout_p: float = 0.0):
+    """USWAttn through PyTorch FlexAttention: a block mask for the window pattern, BiALiBi as score_mod.
+
+    Keys are [K(C_P); K(X)]: kv index < s is a packed vector. Fast on CUDA (and compiled on CPU);
+    eager FlexAttention on CPU builds the full score matrix, so it is never a silent fallback.
+    """
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    if dropout_p:
+        raise ValueError("the flex attention backend has no attention dropout; set attention_probs_dropout_prob=0")
+    B, h, n, d = q.shape
+    b = geometry.block_size
+    s = packed_k.shape[2]
+    keys = torch.cat([packed_k, k], dim=2)  # (B, h, s + n, d)
+    values = torch.cat([packed_v, v], dim=2)
+    key_valid, position_ids = geometry.key_valid, geometry.position_ids
+    alpha, beta, gamma = bialibi.alpha.to(q.dtype), bialibi.beta.to(q.dtype), bialibi.gamma.to(q.dtype)
+    pack_bias = bialibi.pack_bias(b).to(q.dtype)
+
+    def mask_mod(batch, head, q_idx, kv_idx):
+        k_idx = (kv_idx - s).clamp(min=0)
+        in_window = ((q_idx // b - k_idx // b).abs() <= 1) | (k_idx // b == 0)
+        return (kv_idx < s) | (in_window & key_valid[batch, k_idx])
+
+    def score_mod(score, batch, head, q_idx, kv_idx):
+        k_idx = (kv_idx - s).clamp(min=0)
+        q_pos, k_pos = position_ids[batch, q_idx], position_ids[batch, k_idx]
+        dist = (k_pos - q_pos).to(score.dtype)
+        d_x = torch.where(dist > 0, gamma[head] * dist, -beta[head] * dist)
+        touches_cls = ((q_pos == 0) | (k_pos == 0)) & (q_idx != k_idx)
+        d_x = torch.where(touches_cls, alpha[head], d_x)
+        return score - torch.where(kv_idx < s, pack_bias[head], d_x)
+
+    if "flex_block_mask" not in geometry.cache:  # the pattern is the same in every layer
+        geometry.cache["flex_block_mask"] = create_block_mask(mask_mod, B, None, n, s + n, device=q.device,
+                                                              BLOCK_SIZE=b)
+    attend = _compiled_flex_attention() if q.is_cuda else flex_attention
+    return attend(q, keys, values, score_mod=score_mod, block_mask=geometry.cache["flex_block_mask"],
+                  scale=1.0 / math.sqrt(d))
+
+
+@functools.lru_cache(maxsize=1)
+def _compiled_flex_attention():
+    """FlexAttention only fuses (and stays linear in memory) under torch.compile."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return torch.compile(flex_attention, dynamic=True)
+
+
+# "blocked" is the default path; tests may register a dense reference here (littlebird.reference).
+USW_ATTENTION_BACKENDS = {"flex": usw_attention_flex}
+
+
+class LittleBirdEmbeddings(nn.Module):
+    """Word + token type embeddings, LayerNorm, dropout. No absolute positions: BiALiBi carries them."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids):
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.LayerNorm(x))
+
+
+class AttentionProjections(nn.Module):
+    """Q, K, V and output projections of one multi-head attention (pack or unpack)."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.query = nn.Linear(H, H)
+        self.key = nn.Linear(H, H)
+        self.value = nn.Linear(H, H)
+        self.output = nn.Linear(H, H)
+
+    def split_heads(self, x):
+        B, L, H = x.shape
+        return x.view(B, L, self.num_heads, H // self.num_heads).transpose(1, 2)  # (B, h, L, d)
+
+    def merge_heads(self, x):
+        B, h, L, d = x.shape
+        return self.output(x.transpose(1, 2).reshape(B, L, h * d))  # (B, L, H)
+
+    def key_value(self, x):
+        """K(x), V(x) with one matmul: (B, L, H) -> 2 x (B, h, L, d)."""
+        weight = torch.cat([self.key.weight, self.value.weight])
+        bias = torch.cat([self.key.bias, self.value.bias])
+        k, v = F.linear(x, weight, bias).chunk(2, dim=-1)
+        return self.split_heads(k), self.split_heads(v)
+
+
+def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p=0.0, output_attentions=False):
+    """C_P = Attn(P, X): the s packed queries read the whole (unpadded part of the) input. O(s n)."""
+    q = projections.split_heads(projections.query(p))  # (B, h, s, d)
+    k, v = projections.key_value(x)  # (B, h, n, d)
+    mask = key_valid[:, None, None, :]  # (B, 1, 1, n)
+    if output_attentions:
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # (B, h, s, n)
+        out = F.dropout(weights, p=dropout_p) @ v
+    else:
+        weights = None
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return projections.merge_heads(out), weights
+
+
+class LittleBirdLayer(nn.Module):
+    """One LittleBird layer (figure 1): pack, unpack & sliding window, feed-forward."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        H, eps = config.hidden_size, config.layer_norm_eps
+        self.config = config
+        self.pack_attention = AttentionProjections(config)
+        self.pack_layer_norm = nn.LayerNorm(H, eps=eps)
+        self.attention = AttentionProjections(config)
+        self.attention_layer_norm = nn.LayerNorm(H, eps=eps)
+        self.bialibi = BiALiBi(config.num_attention_heads)
+        self.intermediate = nn.Linear(H, config.intermediate_size)
+        self.activation = ACT2FN[config.hidden_act]
+        self.output = nn.Linear(config.intermediate_size, H)
+        self.output_layer_norm = nn.LayerNorm(H, eps=eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, p, geometry: BlockGeometry, output_attentions=False):
+        attn_dropout = self.config.attention_probs_dropout_prob if self.training else 0.0
+        # C_P = Attn(P, X);  P' = LayerNorm(C_P + P)
+        c_p, pack_weights = pack_attention(self.pack_attention, p, x, geometry.key_valid, attn_dropout, output_attentions)
+        c_p = self.dropout(c_p)
+        p_next = self.pack_layer_norm(c_p + p)
+        # C_X = USWAttn(X, C_P): the unpack attention's own K and V read both C_P and X
+        att = self.attention
+        q = att.split_heads(att.query(x))  # (B, h, n, d)
+        k, v = att.key_value(x)
+        packed_k, packed_v = att.key_value(c_p)  # (B, h, s, d)
+        backend = self.config.attention_backend
+        if backend != "blocked" and not output_attentions:
+            context = USW_ATTENTION_BACKENDS[backend](q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout)
+            weights = None
+        else:
+            chunk = None if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens // geometry.block_size)
+            context, weights = usw_attention_blocked(
+                q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout, output_attentions, chunk
+            )
+        c_x = self.dropout(att.merge_heads(context))
+        # A = LayerNorm(C_X + X);  X' = LayerNorm(FFN(A) + A)
+        a = self.attention_layer_norm(c_x + x)
+        ffn = self.dropout(self.output(self.activation(self.intermediate(a))))
+        x_next = self.output_layer_norm(ffn + a)
+        attentions = None
+        if output_attentions:
+            local, global_, packed = weights
+            attentions = LittleBirdAttentions(local, global_, packed, pack_weights, geometry.query_valid)
+        return x_next, p_next, attentions
+
+
+class LittleBirdEncoder(nn.Module):
+    """The stack of layers and the initial packed sequence P (s learned vectors)."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        self.pack_embeddings = nn.Parameter(torch.empty(config.pack_size, config.hidden_size))
+        self.layer = nn.ModuleList(LittleBirdLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, x, geometry, output_attentions=False, output_hidden_states=False):
+        B = x.shape[0]
+        p = self.pack_embeddings.unsqueeze(0).expand(B, -1, -1).to(x.dtype)  # (B, s, H)
+        hidden_states = (x,) if output_hidden_states else None
+        attentions = () if output_attentions else None
+        for layer in self.layer:
+            x, p, layer_attentions = layer(x, p, geometry, output_attentions)
+            if output_hidden_states:
+                hidden_states += (x,)
+            if output_attentions:
+                attentions += (layer_attentions,)
+        return x, p, hidden_states, attentions
+
+
+@dataclass
+class LittleBirdModelOutput(BaseModelOutput):
+    """BaseModelOutput plus the last packed sequence P' (B, s, H).
+
+    ``attentions`` holds one :class:`LittleBirdAttentions` per layer (compact, never n x n).
+    """
+
+    pack_hidden_state: Optional[torch.Tensor] = None
+
+
+class LittleBirdPreTrainedModel(PreTrainedModel):
+    config_class = LittleBirdConfig
+    base_model_prefix = "littlebird"
+    supports_gradient_checkpointing = False
+    _no_split_modules = ["LittleBirdLayer"]
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            module.weight.normal_(mean=0.0, std=std)
+            if module.bias is not None:
+                module.bias.zero_()
+        elif isinstance(module, nn.Embedding):
+            module.weight.normal_(mean=0.0, std=std)
+            if module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            module.weight.fill_(1.0)
+            module.bias.zero_()
+        elif isinstance(module, BiALiBi):
+            module.reset_parameters()
+        elif isinstance(module, LittleBirdEncoder):
+            module.pack_embeddings.normal_(mean=0.0, std=std)
+
+
+def pad_to_blocks(input_ids, attention_mask, token_type_ids, position_ids, block_size, pad_token_id):
+    """Pad (B, n) inputs on the right to a multiple of the block size; padding is masked inside."""
+    n = input_ids.shape[1]
+    extra = (-n) % block_size
+    if extra == 0:
+        return input_ids, attention_mask, token_type_ids, position_ids
+    last = position_ids[:, -1:]
+    tail = last + torch.arange(1, extra + 1, device=position_ids.device)
+    return (
+        F.pad(input_ids, (0, extra), value=pad_token_id),
+        F.pad(attention_mask, (0, extra), value=0),
+        F.pad(token_type_ids, (0, extra), value=0),
+        torch.cat([position_ids, tail], dim=1),
+    )
+
+
+class LittleBirdModel(LittleBirdPreTrainedModel):
+    """The bare LittleBird encoder: token ids of any length -> hidden states, in linear time and memory."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__(config)
+        self.embeddings = LittleBirdEmbeddings(config)
+        self.encoder = LittleBirdEncoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value):
+        self.embeddings.word_embeddings = value
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+        """Encode ``input_ids`` (B, n).
+
+        ``attention_mask`` (B, n): 1 for tokens, 0 for padding. ``position_ids`` (B, n): the
+        positions BiALiBi measures distances with (default 0..n-1; Padding Insertion passes
+        shifted ones; position 0 is the global [CLS]). Returns hidden states (B, n, H).
+        """
+        if input_ids is None:
+            raise ValueError("input_ids is required")
+        output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
+                                else output_hidden_states)
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        B, n = input_ids.shape
+        if n == 0:
+            raise ValueError("input_ids must hold at least one token")
+        device = input_ids.device
+        attention_mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        token_type_ids = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+        if position_ids is None:
+            position_ids = torch.arange(n, device=device).unsqueeze(0).expand(B, n)
+        b = self.config.block_size
+        ids, mask, types, positions = pad_to_blocks(
+            input_ids, attention_mask, token_type_ids, position_ids, b, self.config.pad_token_id
+        )
+        x = self.embeddings(ids, types)  # (B, nb * b, H)
+        geometry = build_block_geometry(positions, mask.bool(), b, x.dtype)
+        x, p, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states)
+        x = x[:, :n]
+        if hidden_states is not None:
+            hidden_states = tuple(h[:, :n] for h in hidden_states)
+        if not return_dict:
+            return tuple(t for t in (x, hidden_states, attentions, p) if t is not None)
+        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
+                                     pack_hidden_state=p)
+
+
+@dataclass
+class LittleBirdQuestionAnsweringOutput(QuestionAnsweringModelOutput):
+    """QuestionAnsweringModelOutput plus what the conditional end and the no-answer classifier add.
+
+    - ``end_logits`` (B, n): conditioned on the gold start in training, on the best start otherwise.
+    - ``answerable_logits`` (B,): logit that the input holds an answer ([CLS] classifier).
+    - ``top_start_indices``, ``top_start_logits`` (B, k): the k best starts.
+    - ``top_end_logits`` (B, k, L): end logits of end = start + offset, offset in [0, L); -inf where impossible.
+    """
+
+    answerable_logits: Optional[torch.Tensor] = None
+    top_start_indices: Optional[torch.Tensor] = None
+    top_start_logits: Optional[torch.Tensor] = None
+    top_end_logits: Optional[torch.Tensor] = None
+    pack_hidden_state: Optional[torch.Tensor] = None
+
+
+class LittleBirdQAHead(nn.Module):
+    """Appendix A.2: start = Linear(h_i); end = Linear(GELU(Linear([h_start; h_j]))); answerable from [CLS]."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.start = nn.Linear(H, 1)
+        self.end_dense = nn.Linear(2 * H, H)
+        self.end_activation = nn.GELU()
+        self.end = nn.Linear(H, 1)
+        self.answerable_dense = nn.Linear(H, H)
+        self.answerable_activation = nn.GELU()
+        self.answerable = nn.Linear(H, 1)
+
+    def start_logits(self, hidden):
+        return self.start(hidden).squeeze(-1)  # (B, n)
+
+    def answerable_logits(self, hidden):
+        return self.answerable(self.answerable_activation(self.answerable_dense(hidden[:, 0]))).squeeze(-1)  # (B,)
+
+    def end_logits(self, hidden, starts, ends=None):
+        """End logits for each start in ``starts`` (B, k) over ``ends`` (B, k, L) or every position -> (B, k, L)."""
+        H = hidden.shape[-1]
+        # W [h_s; h_j] = W_s h_s + W_e h_j: project once, then add the start's share.
+        w_start, w_end = self.end_dense.weight[:, :H], self.end_dense.weight[:, H:]
+        start_hidden = torch.gather(hidden, 1, starts.unsqueeze(-1).expand(-1, -1, H))  # (B, k, H)
+        start_part = F.linear(start_hidden, w_start, self.end_dense.bias)  # (B, k, H)
+        if ends is None:
+            end_part = F.linear(hidden, w_end).unsqueeze(1)  # (B, 1, n, H)
+        else:
+            B, k, L = ends.shape
+            end_hidden = torch.gather(hidden, 1, ends.reshape(B, k * L, 1).expand(-1, -1, H))
+            end_part = F.linear(end_hidden, w_end).view(B, k, L, H)
+        return self.end(self.end_activation(start_part.unsqueeze(2) + end_part)).squeeze(-1)  # (B, k, L)
+
+
+class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
+    """LittleBird with the extractive QA head of appendix A.2.
+
+    Input as in the paper: [CLS] [QUESTION] question [SEP] document. In training, pass
+    ``start_positions``/``end_positions`` (index 0, the [CLS], for "no answer here") and
+    optionally ``answerable_labels``; the end is teacher-forced on the gold start.
+    """
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__(config)
+        self.littlebird = LittleBirdModel(config)
+        self.qa_head = LittleBirdQAHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                start_positions=None, end_positions=None, answerable_labels=None, top_k_starts=None,
+                max_answer_length=None, output_attentions=None, output_hidden_states=None, return_dict=None,
+                **kwargs):
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        encoded = self.littlebird(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                                  position_ids=position_ids, output_attentions=output_attentions,
+                                  output_hidden_states=output_hidden_states, return_dict=True)
+        hidden = encoded.last_hidden_state  # (B, n, H)
+        B, n, _ = hidden.shape
+        valid = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+        very_negative = torch.finfo(hidden.dtype).min
+        start_logits = self.qa_head.start_logits(hidden).masked_fill(~valid, very_negative)
+        answerable_logits = self.qa_head.answerable_logits(hidden)
+        positions = torch.arange(n, device=hidden.device)
+
+        loss = top_starts = top_start_logits = top_end_logits = None
+        if start_positions is not None and end_positions is not None:
+            starts = start_positions.clamp(0, n - 1).view(B, 1)
+            end_logits = self.qa_head.end_logits(hidden, starts).squeeze(1)  # (B, n)
+            end_logits = end_logits.masked_fill(~valid | (positions < starts), very_negative)
+            if answerable_labels is None:
+                answerable_labels = (start_positions > 0).to(hidden.dtype)
+            loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
+                    + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))) / 2
+            loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable_labels.float())
+        else:
+            k = min(top_k_starts or self.config.top_k_starts, n)
+            L = max_answer_length or self.config.max_answer_length
+            top_start_logits, top_starts = start_logits.topk(k, dim=-1)  # (B, k)
+            ends = top_starts.unsqueeze(-1) + torch.arange(L, device=hidden.device)  # (B, k, L)
+            end_ok = (ends < n) & torch.gather(valid, 1, ends.clamp(max=n - 1).view(B, -1)).view(B, k, L)
+            top_end_logits = self.qa_head.end_logits(hidden, top_starts, ends.clamp(max=n - 1))
+            top_end_logits = top_end_logits.float().masked_fill(~end_ok, float("-inf"))
+            end_logits = self.qa_head.end_logits(hidden, top_starts[:, :1]).squeeze(1)
+            end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]), very_negative)
+
+        output = LittleBirdQuestionAnsweringOutput(
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions,
+            answerable_logits=answerable_logits,
+            top_start_indices=top_starts,
+            top_start_logits=top_start_logits,
+            top_end_logits=top_end_logits,
+            pack_hidden_state=encoded.pack_hidden_state,
+        )
+        return output if return_dict else output.to_tuple()

@@ -1,0 +1,63 @@
+"""A plain dense reference of LittleBird's attention, for tests only.
+
+It builds the full n x n score matrix with the paper's case-by-case distance matrix D and
+the window pattern written as a mask, so the blocked and flex paths can be checked against
+the definition rather than against themselves. Importing this module registers it as the
+``"dense_reference"`` attention backend.
+"""
+
+import math
+
+import torch
+
+from .modeling_littlebird import USW_ATTENTION_BACKENDS, BiALiBi, BlockGeometry
+
+
+def bialibi_matrix(position_ids: torch.Tensor, bialibi: BiALiBi) -> torch.Tensor:
+    """D (B, h, n, n) exactly as section 3.1 states it, from position ids (B, n)."""
+    B, n = position_ids.shape
+    h = bialibi.alpha.numel()
+    i = position_ids[:, :, None].expand(B, n, n)  # query positions
+    j = position_ids[:, None, :].expand(B, n, n)  # key positions
+    diagonal = torch.eye(n, dtype=torch.bool, device=position_ids.device).expand(B, n, n)
+    D = torch.empty(B, h, n, n, dtype=bialibi.alpha.dtype, device=position_ids.device)
+    for head in range(h):
+        a, b_, g = bialibi.alpha[head], bialibi.beta[head], bialibi.gamma[head]
+        left = b_ * (i - j).to(D.dtype)
+        right = g * (j - i).to(D.dtype)
+        d = torch.where(i > j, left, right)
+        d = torch.where((i == 0) | (j == 0), a.expand_as(d), d)
+        D[:, head] = torch.where(diagonal, torch.zeros_like(d), d)
+    return D
+
+
+def window_allowed(n: int, block_size: int, device=None) -> torch.Tensor:
+    """(n, n) bool: query i may see key j (same or neighbouring block, or the first block)."""
+    block = torch.arange(n, device=device) // block_size
+    return ((block[:, None] - block[None, :]).abs() <= 1) | (block[None, :] == 0)
+
+
+def dense_usw_attention(q, k, v, packed_k, packed_v, position_ids, key_valid, bialibi: BiALiBi, block_size: int):
+    """USWAttn with full matrices: returns the output (B, h, n, d) and probabilities (B, h, n, s + n)."""
+    B, h, n, d = q.shape
+    scale = 1.0 / math.sqrt(d)
+    allowed = window_allowed(n, block_size, q.device)[None, None] & key_valid[:, None, None, :]
+    scores = q @ k.transpose(-1, -2) * scale - bialibi_matrix(position_ids, bialibi).to(q.dtype)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    d_p = ((bialibi.beta + bialibi.gamma) / 2 * block_size).to(q.dtype).view(1, h, 1, 1)
+    scores_packed = q @ packed_k.transpose(-1, -2) * scale - d_p  # (B, h, n, s)
+    probs = torch.softmax(torch.cat([scores_packed, scores], dim=-1).float(), dim=-1).to(q.dtype)
+    s = packed_k.shape[2]
+    out = probs[..., :s] @ packed_v + probs[..., s:] @ v
+    return out, probs
+
+
+def _dense_backend(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi, dropout_p: float = 0.0):
+    if dropout_p:
+        raise ValueError("the dense reference has no dropout")
+    out, _ = dense_usw_attention(q, k, v, packed_k, packed_v, geometry.position_ids, geometry.key_valid, bialibi,
+                                 geometry.block_size)
+    return out
+
+
+USW_ATTENTION_BACKENDS["dense_reference"] = _dense_backend

@@ -1,0 +1,106 @@
+"""The blocked USW attention against the dense n x n reference, term by term."""
+
+import pytest
+import torch
+
+from littlebird.modeling_littlebird import BiALiBi, build_block_geometry, usw_attention_blocked
+from littlebird.reference import bialibi_matrix, dense_usw_attention
+
+B, H_HEADS, D_HEAD, S_PACK = 2, 3, 8, 5
+
+
+def random_inputs(n, block_size, lengths, shift_positions, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, H_HEADS, n, D_HEAD, generator=g) for _ in range(3))
+    packed_k, packed_v = (torch.randn(B, H_HEADS, S_PACK, D_HEAD, generator=g) for _ in range(2))
+    key_valid = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]
+    positions = torch.arange(n).expand(B, n).clone()
+    if shift_positions:
+        # Padding Insertion: random gaps after some tokens, position 0 stays the [CLS]
+        gaps = torch.randint(0, 50, (B, n), generator=g) * (torch.rand(B, n, generator=g) < 0.2)
+        gaps[:, 0] = 0
+        positions = positions + gaps.cumsum(dim=1)
+    bialibi = BiALiBi(H_HEADS)
+    with torch.no_grad():
+        for p in (bialibi.alpha, bialibi.beta, bialibi.gamma):
+            p.copy_(torch.rand(H_HEADS, generator=g) * 0.3)
+    return q, k, v, packed_k, packed_v, positions, key_valid, bialibi
+
+
+@pytest.mark.parametrize("block_size", [4, 16])
+@pytest.mark.parametrize("n_blocks", [1, 2, 3, 7])
+@pytest.mark.parametrize("shift_positions", [False, True])
+def test_blocked_matches_dense_reference(block_size, n_blocks, shift_positions):
+    n = block_size * n_blocks
+    lengths = [n, max(1, n - block_size // 2 - 1)]
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, block_size, lengths, shift_positions)
+    geometry = build_block_geometry(pos, valid, block_size, torch.float32)
+    out, (local, global_, packed) = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True)
+    ref_out, ref_probs = dense_usw_attention(q, k, v, pk, pv, pos, valid, bialibi, block_size)
+    rows = valid[:, None, :, None].expand_as(out)  # padded queries are free to differ
+    torch.testing.assert_close(out[rows], ref_out[rows], atol=1e-5, rtol=1e-5)
+
+    from littlebird.modeling_littlebird import LittleBirdAttentions
+
+    compact = LittleBirdAttentions(local, global_, packed, torch.zeros(B, H_HEADS, S_PACK, n), geometry.query_valid)
+    dense_from_compact = compact.to_dense()
+    ref_tokens = ref_probs[..., S_PACK:]
+    ref_packed = ref_probs[..., :S_PACK].reshape(B, H_HEADS, n_blocks, block_size, S_PACK)
+    query_rows = valid[:, None, :, None]
+    torch.testing.assert_close(dense_from_compact * query_rows, ref_tokens * query_rows, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(packed * valid.view(B, 1, n_blocks, block_size, 1),
+                               ref_packed * valid.view(B, 1, n_blocks, block_size, 1), atol=1e-6, rtol=1e-5)
+
+
+def test_query_chunks_do_not_change_the_result():
+    n, b = 96, 8
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [96, 50], shift_positions=True)
+    geometry = build_block_geometry(pos, valid, b, torch.float32)
+    whole, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
+    for chunk in (1, 5, 11):
+        chunked, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, chunk_blocks=chunk)
+        torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-6)
+
+
+def test_bialibi_matrix_follows_the_paper_case_by_case():
+    bialibi = BiALiBi(2)
+    with torch.no_grad():
+        bialibi.alpha.copy_(torch.tensor([5.0, 7.0]))
+        bialibi.beta.copy_(torch.tensor([1.0, 2.0]))
+        bialibi.gamma.copy_(torch.tensor([3.0, 0.5]))
+    pos = torch.tensor([[0, 1, 2, 10]])
+    D = bialibi_matrix(pos, bialibi)[0]
+    assert D[0, 0, 0] == 0 and D[0, 2, 2] == 0  # diagonal
+    assert D[0, 0, 3] == 5 and D[0, 3, 0] == 5 and D[1, 2, 0] == 7  # touching [CLS]: alpha
+    assert D[0, 3, 1] == 1 * (10 - 1)  # key left of query: beta * (i - j)
+    assert D[1, 1, 3] == 0.5 * (10 - 1)  # key right of query: gamma * (j - i)
+    # the blocked path's own bias agrees with it on a window that covers everything
+    geometry = build_block_geometry(pos, torch.ones(1, 4, dtype=torch.bool), 4, torch.float32)
+    local = bialibi.distance_bias(geometry.local_dist, geometry.local_cls)[0, :, 0, :, 4:8]
+    torch.testing.assert_close(local, D)
+
+
+def test_bialibi_starts_from_alibi_slopes():
+    from littlebird import alibi_slopes
+
+    slopes = alibi_slopes(8)
+    torch.testing.assert_close(slopes, torch.tensor([2.0 ** (-i) for i in range(1, 9)]))
+    assert alibi_slopes(12).shape == (12,) and (alibi_slopes(12) > 0).all()
+    bialibi = BiALiBi(8)
+    for p in (bialibi.alpha, bialibi.beta, bialibi.gamma):
+        torch.testing.assert_close(p.detach(), slopes)
+
+
+def test_block_map_rows_hold_the_token_share_of_each_query_block():
+    n, b = 40, 8
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [40, 40], shift_positions=False)
+    geometry = build_block_geometry(pos, valid, b, torch.float32)
+    _, (local, global_, packed) = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True)
+    from littlebird.modeling_littlebird import LittleBirdAttentions
+
+    compact = LittleBirdAttentions(local, global_, packed, torch.zeros(B, H_HEADS, S_PACK, n), geometry.query_valid)
+    block_map = compact.block_map()
+    dense = compact.to_dense()
+    expected = dense.view(B, H_HEADS, 5, b, 5, b).sum(-1).mean(3)
+    torch.testing.assert_close(block_map, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(block_map.sum(-1) + packed.sum(-1).mean(-1), torch.ones(B, H_HEADS, 5))
