@@ -1,0 +1,58 @@
+"""Uploaded files and pasted text -> RawDocument."""
+
+import os
+from pathlib import Path
+
+from app.decode import RawDocument, decode_bytes, looks_like_html
+from app.errors import DocumentError
+
+ALLOWED_SUFFIXES = (".html", ".htm", ".txt", ".md")
+_HTML_SUFFIXES = (".html", ".htm")
+
+
+def _read_source(path_or_bytes, max_bytes: int) -> tuple[bytes, str | None]:
+    """Bytes and file name from a path, bytes, or a file-like object (Gradio passes any of these)."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        return bytes(path_or_bytes[: max_bytes + 1]), None
+    if isinstance(path_or_bytes, (str, os.PathLike)):
+        path = Path(path_or_bytes)
+        try:
+            with path.open("rb") as handle:
+                return handle.read(max_bytes + 1), path.name
+        except OSError:
+            raise DocumentError(f"The file {path.name!r} could not be read. Please upload it again.") from None
+    if hasattr(path_or_bytes, "read"):
+        name = getattr(path_or_bytes, "name", None)
+        return path_or_bytes.read(max_bytes + 1), (Path(name).name if isinstance(name, str) else None)
+    raise TypeError(f"read_upload expects a path, bytes or a file object, not {type(path_or_bytes).__name__}")
+
+
+def read_upload(path_or_bytes, *, filename: str | None = None, max_bytes: int = 5_000_000) -> RawDocument:
+    """Read an uploaded .html, .htm, .txt or .md file and decode it.
+
+    ``path_or_bytes`` is a path, the file's bytes or an open binary file. ``filename`` (the name
+    the user chose) decides the type; without one, the content does. Raises DocumentError for
+    other file types, binary or empty files and files over ``max_bytes``.
+    """
+    data, path_name = _read_source(path_or_bytes, max_bytes)
+    name = filename or path_name
+    suffix = Path(name).suffix.lower() if name else ""
+    if name and suffix not in ALLOWED_SUFFIXES:
+        allowed = ", ".join(ALLOWED_SUFFIXES)
+        raise DocumentError(f"Files of type {suffix or 'without an extension'} cannot be read. Please upload one of: {allowed}.")
+    if len(data) > max_bytes:
+        raise DocumentError(f"The file is larger than {max_bytes / 1e6:g} MB. Please upload a smaller file or paste the part you need.")
+    text, encoding = decode_bytes(data)
+    if not text.strip():
+        raise DocumentError("The file is empty. Please upload a file that contains text.")
+    is_html = suffix in _HTML_SUFFIXES or (suffix not in (".txt", ".md") and looks_like_html(text))
+    return RawDocument(text=text, is_html=is_html, source=name or "uploaded file", encoding=encoding)
+
+
+def read_pasted_text(text: str) -> RawDocument:
+    """Wrap pasted text; pasted HTML (a page's source or a fragment) is detected and treated as HTML."""
+    if text is None or not text.strip():
+        raise DocumentError("The pasted text is empty. Please paste the document you want to ask about.")
+    if "\x00" in text:
+        raise DocumentError("The pasted text contains binary data. Please paste readable text or HTML.")
+    return RawDocument(text=text, is_html=looks_like_html(text), source="pasted text", encoding="str")
