@@ -60,16 +60,24 @@ class BiALiBi(nn.Module):
             for p in (self.alpha, self.beta, self.gamma):
                 p.copy_(slopes)
 
-    def distance_bias(self, dist: torch.Tensor, touches_cls: torch.Tensor) -> torch.Tensor:
-        """D for key-minus-query distances ``dist`` (B, 1, ...) -> (B, h, ...).
+    def _slopes(self, like: torch.Tensor):
+        shape = (1, -1) + (1,) * (like.dim() - 2)
+        return (p.view(shape).to(like.dtype) for p in (self.alpha, self.beta, self.gamma))
+
+    def distance_bias(self, left: torch.Tensor, right: torch.Tensor, touches_cls: torch.Tensor) -> torch.Tensor:
+        """D (B, h, ...) from the pair terms of :func:`pair_terms`, each (B, 1, ...).
 
         D = 0 on the diagonal, alpha for a pair touching position 0 ([CLS]),
         beta * (i - j) for a key j left of query i, gamma * (j - i) for a key to the right.
         """
-        shape = (1, -1) + (1,) * (dist.dim() - 2)
-        alpha, beta, gamma = (p.view(shape).to(dist.dtype) for p in (self.alpha, self.beta, self.gamma))
-        d = torch.where(dist > 0, gamma * dist, -beta * dist)
-        return torch.where(touches_cls, alpha, d)
+        alpha, beta, gamma = self._slopes(left)
+        return beta * left + gamma * right + alpha * touches_cls
+
+    def subtract_distance_bias_(self, scores, left, right, touches_cls):
+        """scores -= D, in place: three fused passes, no (B, h, ...) temporaries."""
+        alpha, beta, gamma = self._slopes(scores)
+        scores.addcmul_(left, -beta).addcmul_(right, -gamma).addcmul_(touches_cls, -alpha)
+        return scores
 
     def pack_bias(self, block_size: int) -> torch.Tensor:
         """D_P = ((beta + gamma) / 2 * b) J: every packed vector sits b tokens away. Shape (h,)."""
@@ -89,11 +97,9 @@ class BlockGeometry:
     position_ids: torch.Tensor  # (B, n) long
     key_valid: torch.Tensor  # (B, n) bool: a real token, not padding
     query_valid: torch.Tensor  # (B, nb, b) bool
-    local_dist: torch.Tensor  # (B, 1, nb, b, 3b) key position - query position
-    local_cls: torch.Tensor  # (B, 1, nb, b, 3b) the pair touches position 0 and is not the diagonal
-    local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / -inf
-    global_dist: torch.Tensor  # (B, 1, nb, b, b)
-    global_cls: torch.Tensor  # (B, 1, nb, b, b)
+    local: tuple  # (left, right, touches_cls), each (B, 1, nb, b, 3b): see pair_terms
+    local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / very negative
+    global_: tuple  # (left, right, touches_cls), each (B, 1, nb, b, b)
     global_mask: torch.Tensor  # (B, 1, nb, 1, b)
     cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask)
 
@@ -103,17 +109,15 @@ class BlockGeometry:
 
     def chunk(self, start: int, end: int) -> "BlockGeometry":
         """The geometry of query blocks [start, end)."""
-        take = lambda t: t[:, :, start:end] if t.dim() == 5 else t  # noqa: E731
+        take = lambda t: t[:, :, start:end]  # noqa: E731
         return BlockGeometry(
             block_size=self.block_size,
             position_ids=self.position_ids,
             key_valid=self.key_valid,
             query_valid=self.query_valid[:, start:end],
-            local_dist=take(self.local_dist),
-            local_cls=take(self.local_cls),
+            local=tuple(map(take, self.local)),
             local_mask=take(self.local_mask),
-            global_dist=take(self.global_dist),
-            global_cls=take(self.global_cls),
+            global_=tuple(map(take, self.global_)),
             global_mask=take(self.global_mask),
         )
 
@@ -129,6 +133,21 @@ def _look_around(x: torch.Tensor, block_dim: int, fill) -> torch.Tensor:
     return torch.cat(windows, dim=block_dim + 1)  # (..., nb, 3b, ...)
 
 
+def pair_terms(q_pos, q_index, k_pos, k_index, dtype):
+    """The three terms D is linear in, for queries (B, nb, b) and keys (B, nb, K): each (B, 1, nb, b, K).
+
+    left = i - j for keys left of the query, right = j - i for keys to its right, touches_cls = 1
+    where the pair involves position 0 but is not the diagonal (left and right are 0 there),
+    so that D = beta * left + gamma * right + alpha * touches_cls, with no case split per head.
+    """
+    dist = k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)  # (B, nb, b, K) key - query position
+    same = k_index.unsqueeze(-2) == q_index.unsqueeze(-1)
+    cls = ((q_pos == 0).unsqueeze(-1) | (k_pos == 0).unsqueeze(-2)) & ~same
+    left = (-dist).clamp(min=0).masked_fill(cls, 0).to(dtype)
+    right = dist.clamp(min=0).masked_fill(cls, 0).to(dtype)
+    return left.unsqueeze(1), right.unsqueeze(1), cls.to(dtype).unsqueeze(1)
+
+
 def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, block_size: int, dtype) -> BlockGeometry:
     """Distances and masks of the blocked window from position ids (B, n) and validity (B, n), n = nb * b."""
     B, n = position_ids.shape
@@ -142,16 +161,8 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
     window_valid = _look_around(valid, 1, False)
     window_index = _look_around(index, 1, -1)
 
-    def pair(q_pos, q_index, k_pos, k_index):
-        dist = (k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)).to(dtype)  # (B, nb, b, keys)
-        same = k_index.unsqueeze(-2) == q_index.unsqueeze(-1)
-        cls = ((q_pos == 0).unsqueeze(-1) | (k_pos == 0).unsqueeze(-2)) & ~same
-        return dist.unsqueeze(1), cls.unsqueeze(1)
-
-    local_dist, local_cls = pair(pos, index, window_pos, window_index)
-    first_pos = pos[:, :1].expand(B, nb, b)
-    first_index = index[:, :1].expand(B, nb, b)
-    global_dist, global_cls = pair(pos, index, first_pos, first_index)
+    local = pair_terms(pos, index, window_pos, window_index, dtype)
+    global_ = pair_terms(pos, index, pos[:, :1].expand(B, nb, b), index[:, :1].expand(B, nb, b), dtype)
 
     neg_inf = torch.finfo(dtype).min
     local_mask = torch.zeros(B, 1, nb, 1, 3 * b, dtype=dtype, device=pos.device)
@@ -166,11 +177,9 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
         position_ids=position_ids,
         key_valid=key_valid,
         query_valid=valid,
-        local_dist=local_dist,
-        local_cls=local_cls,
+        local=local,
         local_mask=local_mask,
-        global_dist=global_dist,
-        global_cls=global_cls,
+        global_=global_,
         global_mask=global_mask,
     )
 
@@ -225,6 +234,15 @@ class LittleBirdAttentions:
         return dense[:, :, :n, :n]
 
 
+def _windows(x: torch.Tensor, block_size: int) -> torch.Tensor:
+    """(B, h, n, d) -> (B, h, nb, 3b, d): keys of blocks q-1, q, q+1 as overlapping views of one padded copy."""
+    B, h, n, d = x.shape
+    padded = F.pad(x, (0, 0, block_size, block_size))  # (B, h, n + 2b, d), zero blocks at both ends
+    nb = n // block_size
+    st = padded.stride()
+    return padded.as_strided((B, h, nb, 3 * block_size, d), (st[0], st[1], block_size * st[2], st[2], st[3]))
+
+
 def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
                           dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
     """USWAttn(X, C_P) on blocks: softmax(Q [K(C_P); K(X)]^T / sqrt(d) - [D_P; D]) [V(C_P); V(X)].
@@ -237,26 +255,24 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     b = geometry.block_size
     nb = n // b
     s = packed_k.shape[2]
-    scale = 1.0 / math.sqrt(d)
-    k_blocks = k.view(B, h, nb, b, d)
-    v_blocks = v.view(B, h, nb, b, d)
-    k_window = _look_around(k_blocks, 2, 0.0)  # (B, h, nb, 3b, d)
-    v_window = _look_around(v_blocks, 2, 0.0)
-    k_first, v_first = k_blocks[:, :, :1], v_blocks[:, :, :1]  # (B, h, 1, b, d)
-    packed_k, packed_v = packed_k.unsqueeze(2), packed_v.unsqueeze(2)  # (B, h, 1, s, d)
+    q = q * (1.0 / math.sqrt(d))
+    k_window, v_window = _windows(k, b), _windows(v, b)  # (B, h, nb, 3b, d)
+    k_first, v_first = k[:, :, :b], v[:, :, :b]  # (B, h, b, d): the global block
     pack_bias = bialibi.pack_bias(b).to(q.dtype).view(1, h, 1, 1, 1)
 
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
     outputs, weights = [], []
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
+        m = end - start
         geo = geometry.chunk(start, end)
-        q_chunk = q[:, :, start * b : end * b].view(B, h, end - start, b, d)
-        scores_packed = q_chunk @ packed_k.transpose(-1, -2) * scale - pack_bias  # (B, h, m, b, s)
-        scores_global = (q_chunk @ k_first.transpose(-1, -2) * scale
-                         - bialibi.distance_bias(geo.global_dist, geo.global_cls) + geo.global_mask)  # (B, h, m, b, b)
-        scores_local = (q_chunk @ k_window[:, :, start:end].transpose(-1, -2) * scale
-                        - bialibi.distance_bias(geo.local_dist, geo.local_cls) + geo.local_mask)  # (B, h, m, b, 3b)
+        q_rows = q[:, :, start * b : end * b]  # (B, h, m b, d)
+        q_blocks = q_rows.reshape(B, h, m, b, d)
+        scores_packed = (q_rows @ packed_k.transpose(-1, -2)).view(B, h, m, b, s) - pack_bias
+        scores_global = (q_rows @ k_first.transpose(-1, -2)).view(B, h, m, b, b)
+        scores_global = bialibi.subtract_distance_bias_(scores_global, *geo.global_).add_(geo.global_mask)
+        scores_local = q_blocks @ k_window[:, :, start:end].transpose(-1, -2)  # (B, h, m, b, 3b)
+        scores_local = bialibi.subtract_distance_bias_(scores_local, *geo.local).add_(geo.local_mask)
         scores = torch.cat([scores_packed, scores_global, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         if output_attentions:
@@ -264,9 +280,11 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         if dropout_p:
             probs = F.dropout(probs, p=dropout_p)
         p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
-        out = p_packed @ packed_v + p_global @ v_first + p_local @ v_window[:, :, start:end]  # (B, h, m, b, d)
+        out = p_local @ v_window[:, :, start:end]  # (B, h, m, b, d)
+        out = out.view(B, h, m * b, d).add_(p_packed.reshape(B, h, m * b, s) @ packed_v)
+        out = out.add_(p_global.reshape(B, h, m * b, b) @ v_first)
         outputs.append(out)
-    out = torch.cat(outputs, dim=2).view(B, h, n, d)
+    out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None
     probs = torch.cat(weights, dim=2)

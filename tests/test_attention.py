@@ -76,7 +76,7 @@ def test_bialibi_matrix_follows_the_paper_case_by_case():
     assert D[1, 1, 3] == 0.5 * (10 - 1)  # key right of query: gamma * (j - i)
     # the blocked path's own bias agrees with it on a window that covers everything
     geometry = build_block_geometry(pos, torch.ones(1, 4, dtype=torch.bool), 4, torch.float32)
-    local = bialibi.distance_bias(geometry.local_dist, geometry.local_cls)[0, :, 0, :, 4:8]
+    local = bialibi.distance_bias(*geometry.local)[0, :, 0, :, 4:8]
     torch.testing.assert_close(local, D)
 
 
