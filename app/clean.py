@@ -1,0 +1,410 @@
+"""RawDocument -> Document: the text shown to the user and the text fed to the model, linked.
+
+Appendix A.2 (KorQuAD 2.0): headers, footers, navigation, scripts and styles are removed, and
+key HTML elements become tag tokens the model knows (<h1>, <h2>, <p>, <table>, <tr>, <td>,
+<th>, <ul>, <ol>, <li>). Both texts are written side by side, so every character of the model
+text that came from the document knows its index in the shown text; inserted tag tokens and
+separators map to -1. A token's span in the shown text is then exact, in any language.
+"""
+
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import trafilatura
+from lxml import etree, html as lxml_html
+
+from app.decode import RawDocument
+from app.errors import DocumentError
+from app.language import detect_language
+
+TAG_TOKENS = ("<h1>", "<h2>", "<p>", "<table>", "<tr>", "<td>", "<th>", "<ul>", "<ol>", "<li>")
+# Strings the tokenizer turns into special tokens; in document text they are plain characters.
+_SPECIAL_STRINGS = re.compile(r"<(?:/?s|pad|unk|mask|h1|h2|p|table|tr|td|th|ul|ol|li)>|\[QUESTION\]", re.IGNORECASE)
+_LOOKALIKE = {"<": "\u2039", "[": "\uff3b"}  # same length, so the character map is unchanged
+_WORD = re.compile(r"\S+")
+
+# Element names of trafilatura's XML and of plain HTML (for the fallback walk), by role.
+_HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6", "head", "title"}
+_PARAGRAPHS = {"p", "quote", "blockquote", "code", "pre", "div", "section", "article", "main", "body", "dd", "dt",
+               "figcaption", "caption", "address", "center"}
+_LISTS = {"list", "ul", "ol", "dl"}
+_ITEMS = {"item", "li"}
+_ROWS = {"row", "tr"}
+_CELLS = {"cell", "td", "th"}
+_BREAKS = {"lb", "br"}
+_SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form",
+            "button", "input", "select", "textarea", "iframe", "object", "embed", "menu", "graphic", "img"}
+_MARKDOWN_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_MARKDOWN_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
+_MARKDOWN_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+@dataclass
+class Document:
+    """A cleaned document, ready for questions.
+
+    ``model_to_text[i]`` is the index in ``text`` of ``model_text[i]``, or -1 where the model
+    text has a tag token or separator that is not in the shown text.
+    """
+
+    text: str
+    model_text: str
+    model_to_text: np.ndarray
+    language: str
+    title: str | None
+    clean_seconds: float
+    source: str = ""
+    fetch_seconds: float = 0.0
+    encoding: str = ""
+    is_html: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Writer:
+    """Writes the shown text and the model text together, keeping the character map.
+
+    HTML builds the shown text as it goes (``inline``, ``shown_only``); plain text starts from a
+    fixed shown text and copies ranges of it into the model text (``mapped``).
+    """
+
+    def __init__(self, shown: str = ""):
+        self.source = shown  # the fixed shown text of plain documents
+        self.shown: list[str] = [shown] if shown else []
+        self.shown_len = len(shown)
+        self.trailing_newlines = 0
+        self.model: list[str] = []
+        self.map: list[int] = []
+        self.pending_space = False  # the document had whitespace between the last word and the next
+        self.block_has_text = False
+        self.last_word_end = -1
+
+    def _model_only(self, piece: str) -> None:
+        self.model.append(piece)
+        self.map.extend([-1] * len(piece))
+
+    def _model_separator(self) -> None:
+        if self.model and not self.model[-1].endswith(" "):
+            self._model_only(" ")
+
+    def tag(self, token: str) -> None:
+        """Start an element: a tag token in the model text, nothing in the shown text."""
+        self._model_separator()
+        self._model_only(token)
+        self.block_has_text = False
+        self.pending_space = False
+
+    def shown_only(self, piece: str) -> None:
+        """Layout for the reader (line breaks, bullets, cell separators) that the model never sees."""
+        self.shown.append(piece)
+        self.shown_len += len(piece)
+        body = piece.rstrip("\n")
+        self.trailing_newlines = (self.trailing_newlines if not body else 0) + len(piece) - len(body)
+
+    def ensure_break(self, newlines: int) -> None:
+        """End the shown text with at least ``newlines`` line breaks (none at the very start)."""
+        if self.shown_len and self.trailing_newlines < newlines:
+            self.shown_only("\n" * (newlines - self.trailing_newlines))
+        self.pending_space = False
+
+    def inline(self, fragment: str | None) -> None:
+        """Add running text of the current element, collapsing whitespace as a browser does."""
+        if not fragment:
+            return
+        for match in re.finditer(r"(\s+)|(\S+)", fragment):
+            if match.group(1):
+                self.pending_space = self.block_has_text
+                continue
+            if self.pending_space and self.trailing_newlines == 0:
+                self._shared(" ")
+            elif not self.block_has_text:
+                self._model_separator()
+            self.pending_space = False
+            self._shared(match.group(2))
+            self.block_has_text = True
+
+    def _shared(self, piece: str) -> None:
+        self.model.append(piece)
+        self.map.extend(range(self.shown_len, self.shown_len + len(piece)))
+        self.shown.append(piece)
+        self.shown_len += len(piece)
+        self.trailing_newlines = 0
+
+    def mapped(self, start: int, end: int) -> None:
+        """Copy the words of the fixed shown text in [start, end) into the model text.
+
+        Whitespace between words becomes one space that maps to the first whitespace character,
+        also across lines of one paragraph.
+        """
+        for match in _WORD.finditer(self.source, start, end):
+            if self.block_has_text:
+                self.model.append(" ")
+                self.map.append(self.last_word_end)
+            else:
+                self._model_separator()
+            self.model.append(match.group())
+            self.map.extend(range(match.start(), match.end()))
+            self.last_word_end = match.end()
+            self.block_has_text = True
+
+    def finish(self) -> tuple[str, str, np.ndarray]:
+        text = "".join(self.shown)
+        model_text = neutralize_special_strings("".join(self.model), self.map)
+        return text, model_text, np.asarray(self.map, dtype=np.int64)
+
+
+def neutralize_special_strings(text: str, mapping: list[int] | None = None) -> str:
+    """Swap the first character of special-token strings ("<p>", "[QUESTION]", "</s>") for a lookalike.
+
+    Document and question text must never produce the model's control tokens. With ``mapping``,
+    only strings that came from the document (mapping >= 0) are touched, not inserted tag tokens.
+    The length never changes, so character maps stay valid.
+    """
+    pieces, last = [], 0
+    for match in _SPECIAL_STRINGS.finditer(text):
+        if mapping is None or mapping[match.start()] >= 0:
+            pieces.append(text[last : match.start()])
+            pieces.append(_LOOKALIKE[text[match.start()]])
+            last = match.start() + 1
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+# --- HTML ----------------------------------------------------------------------------------------
+
+
+def _local_name(element) -> str:
+    tag = element.tag
+    if not isinstance(tag, str):  # comments and processing instructions
+        return ""
+    return tag.rsplit("}", 1)[-1].lower()
+
+
+def _heading_token(element, name: str) -> str:
+    level = element.get("rend", "h2") if name == "head" else name
+    return "<h1>" if level in ("h1", "title") else "<h2>"
+
+
+class _HtmlWalker:
+    """Walks trafilatura's XML (or a cleaned HTML tree) into a _Writer."""
+
+    def __init__(self, writer: _Writer):
+        self.w = writer
+        self.list_depth = 0
+
+    def walk(self, element) -> None:
+        name = _local_name(element)
+        if not name or name in _SKIPPED:
+            return
+        if name in _BREAKS:
+            self.w.shown_only("\n")
+            self.w.pending_space = self.w.block_has_text
+            return
+        if name in _HEADINGS:
+            self.w.ensure_break(2)
+            self._block(element, _heading_token(element, name))
+            self.w.ensure_break(1)
+        elif name == "table":
+            self._table(element)
+        elif name in _LISTS:
+            self._list(element, name)
+        elif name in _PARAGRAPHS:
+            self.w.ensure_break(2)
+            self._block(element, "<p>" if self._has_direct_text(element) else None)
+            self.w.ensure_break(2)
+        else:  # inline formatting, links, spans: their text flows into the enclosing block
+            self._children(element)
+
+    @staticmethod
+    def _has_direct_text(element) -> bool:
+        """A container such as <div> gets a <p> only if it holds text itself, not just blocks."""
+        if element.text and element.text.strip():
+            return True
+        return any(child.tail and child.tail.strip() for child in element)
+
+    def _block(self, element, token: str | None) -> None:
+        if token:
+            self.w.tag(token)
+        self._children(element)
+
+    def _children(self, element) -> None:
+        self.w.inline(element.text)
+        for child in element:
+            self.walk(child)
+            self.w.inline(child.tail)
+
+    def _list(self, element, name: str) -> None:
+        ordered = name == "ol" or element.get("rend") == "ol"
+        self.w.tag("<ol>" if ordered else "<ul>")
+        self.list_depth += 1
+        number = 0
+        for child in element:
+            if _local_name(child) in _ITEMS:
+                number += 1
+                self.w.ensure_break(1)
+                self.w.shown_only("  " * (self.list_depth - 1) + (f"{number}. " if ordered else "• "))
+                self._block(child, "<li>")
+            else:
+                self.walk(child)
+        self.list_depth -= 1
+        self.w.ensure_break(1)
+
+    def _table(self, element) -> None:
+        self.w.ensure_break(2)
+        self.w.tag("<table>")
+        for row in element.iter():
+            if _local_name(row) not in _ROWS or _nearest_table(row) is not element:
+                continue
+            cells = [cell for cell in row if _local_name(cell) in _CELLS]
+            if not any("".join(cell.itertext()).strip() for cell in cells):
+                continue  # empty layout rows carry nothing a question could ask about
+            self.w.ensure_break(1)
+            self.w.tag("<tr>")
+            first = True
+            for cell in cells:
+                is_head = _local_name(cell) == "th" or cell.get("role") == "head"
+                if not "".join(cell.itertext()).strip():
+                    continue
+                if not first:
+                    self.w.shown_only(" | ")
+                first = False
+                self._block(cell, "<th>" if is_head else "<td>")
+        self.w.ensure_break(2)
+
+
+def _nearest_table(element):
+    parent = element.getparent()
+    while parent is not None and _local_name(parent) != "table":
+        parent = parent.getparent()
+    return parent
+
+
+def _trafilatura_body(text: str):
+    """The main content as trafilatura's XML tree and the page title, or (None, None)."""
+    try:
+        result = trafilatura.bare_extraction(
+            text, include_tables=True, include_formatting=True, include_links=False, include_comments=False,
+            include_images=False, with_metadata=True, deduplicate=False, favor_recall=True,
+        )
+    except Exception:  # trafilatura raises assorted errors on broken markup; the fallback handles it
+        return None, None
+    if result is None or result.body is None or not "".join(result.body.itertext()).strip():
+        return None, getattr(result, "title", None)
+    return result.body, result.title
+
+
+def _fallback_body(text: str):
+    """A plain HTML tree without boilerplate elements, for fragments trafilatura rejects as too short."""
+    try:
+        root = lxml_html.document_fromstring(text)
+    except (etree.ParserError, ValueError):
+        return None, None
+    title = root.findtext(".//title")
+    for head in root.findall(".//head"):
+        head.getparent().remove(head)
+    return root.find(".//body") if root.find(".//body") is not None else root, (title.strip() if title else None)
+
+
+def _write_html(text: str) -> tuple[_Writer, str | None]:
+    body, title = _trafilatura_body(text)
+    if body is None:
+        body, fallback_title = _fallback_body(text)
+        title = title or fallback_title
+    writer = _Writer()
+    if body is None:
+        return writer, title
+    walker = _HtmlWalker(writer)
+    first_heading = next((el for el in body.iter() if _local_name(el) in _HEADINGS), None)
+    if title and (first_heading is None or "".join(first_heading.itertext()).strip() != title.strip()):
+        # The page's title often lives outside the extracted body; questions ask about it too.
+        writer.tag("<h1>")
+        writer.inline(title)
+        writer.ensure_break(2)
+    walker.walk(body)
+    return writer, title
+
+
+# --- plain text and Markdown ---------------------------------------------------------------------
+
+
+def _write_plain(text: str) -> _Writer:
+    """The shown text is the file itself; the model text marks headings, list items, tables, paragraphs."""
+    writer = _Writer(text)
+    list_kind = None
+    in_table = False
+    in_paragraph = False
+    offset = 0
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        start, end = offset, offset + len(line)
+        offset = end + 1
+        stripped = line.strip()
+        if not stripped:
+            in_paragraph, in_table, list_kind = False, False, None
+            continue
+        heading = _MARKDOWN_HEADING.match(line)
+        item = _MARKDOWN_ITEM.match(line)
+        if heading:
+            in_paragraph, in_table, list_kind = False, False, None
+            writer.tag("<h1>" if len(heading.group(1)) == 1 else "<h2>")
+            writer.mapped(start + heading.start(2), start + heading.end(2))
+        elif stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1:
+            if _MARKDOWN_TABLE_SEPARATOR.match(stripped):
+                continue
+            if not in_table:
+                writer.tag("<table>")
+                in_table, in_paragraph, list_kind = True, False, None
+            next_line = lines[index + 1] if index + 1 < len(lines) else ""
+            cell_token = "<th>" if _MARKDOWN_TABLE_SEPARATOR.match(next_line.strip()) else "<td>"
+            writer.tag("<tr>")
+            cell_start = start + line.index("|") + 1
+            for match in re.finditer(r"[^|]+", line[line.index("|") + 1 : line.rindex("|")]):
+                writer.tag(cell_token)
+                writer.mapped(cell_start + match.start(), cell_start + match.end())
+        elif item:
+            kind = "<ul>" if item.group(2)[0] in "-*+" else "<ol>"
+            if list_kind != kind:
+                writer.tag(kind)
+                list_kind, in_paragraph, in_table = kind, False, False
+            writer.tag("<li>")
+            writer.mapped(start + item.start(3), start + item.end(3))
+        else:
+            if not in_paragraph or in_table or list_kind:
+                writer.tag("<p>")
+                in_paragraph, in_table, list_kind = True, False, None
+            writer.mapped(start, end)
+    return writer
+
+
+# --- public --------------------------------------------------------------------------------------
+
+
+def clean_document(raw: RawDocument) -> Document:
+    """Clean a fetched, uploaded or pasted document into a Document.
+
+    HTML goes through trafilatura (main content only, tables kept); text and Markdown keep their
+    exact characters, with headings, lists, tables and paragraphs marked for the model. Raises
+    DocumentError when no readable text is left.
+    """
+    start = time.perf_counter()
+    source_text = raw.text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    if raw.is_html:
+        writer, title = _write_html(source_text)
+    else:
+        writer, title = _write_plain(source_text), None
+    text, model_text, model_to_text = writer.finish()
+    if not (model_to_text >= 0).any():
+        raise DocumentError("No readable text was found in this document. Please try another page or file.")
+    language = detect_language(text)
+    warnings = []
+    if language == "unknown":
+        warnings.append("The document's language could not be recognised; the model reads Korean and English best.")
+    return Document(
+        text=text, model_text=model_text, model_to_text=model_to_text, language=language,
+        title=(title.strip() or None) if title else None, clean_seconds=time.perf_counter() - start,
+        source=raw.source, fetch_seconds=raw.fetch_seconds, encoding=raw.encoding, is_html=raw.is_html,
+        warnings=warnings,
+    )
