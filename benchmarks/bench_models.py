@@ -1,0 +1,191 @@
+"""Latency and peak memory of LittleBird against HF BigBird, HF Longformer and dense BERT (SDPA).
+
+All four share hidden size, layers and heads; batch 1, inference, random weights (speed does not
+depend on them). Each (model, length) runs in a fresh subprocess so peak memory is its own: peak
+RSS growth during the timed forwards on CPU, ``torch.cuda.max_memory_allocated`` growth on CUDA.
+
+    python benchmarks/bench_models.py                       # the issue's table (~6 min on 2 cores)
+    python benchmarks/bench_models.py --lengths 1024 2048 --repeats 2 --models littlebird dense
+
+Ratios are against LittleBird measured in the same run: a "speed-up" column is other / LittleBird.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+MODELS = ("littlebird", "bigbird", "longformer", "dense")
+
+
+def build_model(name: str, args, max_length: int):
+    """A randomly initialised encoder of the requested family."""
+    import torch
+    from transformers import BertConfig, BertModel, BigBirdConfig, BigBirdModel, LongformerConfig, LongformerModel
+
+    sizes = dict(vocab_size=30000, hidden_size=args.hidden, num_hidden_layers=args.layers,
+                 num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
+                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    if name == "littlebird":
+        from littlebird import LittleBirdConfig, LittleBirdModel
+
+        return LittleBirdModel(LittleBirdConfig(**sizes, block_size=64, pack_size=64))
+    if name == "bigbird":
+        config = BigBirdConfig(**sizes, attention_type="block_sparse", block_size=64, num_random_blocks=3,
+                               max_position_embeddings=max_length + 64)
+        return BigBirdModel(config)
+    if name == "longformer":
+        config = LongformerConfig(**sizes, attention_window=512, max_position_embeddings=max_length + 64,
+                                  pad_token_id=1)
+        return LongformerModel(config)
+    if name == "dense":
+        config = BertConfig(**sizes, max_position_embeddings=max_length + 64)
+        return BertModel(config, add_pooling_layer=False).to(torch.float32)
+    raise ValueError(f"unknown model {name!r}; choose from {MODELS}")
+
+
+def peak_rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def current_rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_peak_rss():
+    """Linux resets VmHWM to the current RSS when 5 is written to clear_refs."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def measure_one(name: str, length: int, args) -> dict:
+    """Time ``args.repeats`` forwards after one warm-up; report median, spread and peak memory growth."""
+    import torch
+
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    model = build_model(name, args, length).to(device=device, dtype=dtype).eval()
+    ids = torch.randint(5, 30000, (1, length), device=device)
+    kwargs = {}
+    if name == "longformer":
+        global_mask = torch.zeros_like(ids)
+        global_mask[:, :64] = 1
+        kwargs["global_attention_mask"] = global_mask
+
+    def forward():
+        with torch.inference_mode():
+            model(ids, **kwargs)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    forward()  # warm-up: allocator, kernels, lazy inits
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        reset_peak_rss()
+        base = current_rss_bytes()
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        forward()
+        times.append(time.perf_counter() - start)
+    peak = (torch.cuda.max_memory_allocated() if device.type == "cuda" else peak_rss_bytes()) - base
+    return {"model": name, "length": length, "median_s": statistics.median(times), "min_s": min(times),
+            "max_s": max(times), "peak_mb": max(peak, 0) / 2**20}
+
+
+def run_in_subprocess(name: str, length: int, args) -> dict:
+    command = [sys.executable, __file__, "--one", name, str(length)] + forwarded_flags(args)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if result.returncode != 0:
+        return {"model": name, "length": length, "error": result.stderr.strip().splitlines()[-1:]}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def forwarded_flags(args) -> list:
+    return ["--hidden", str(args.hidden), "--layers", str(args.layers), "--heads", str(args.heads),
+            "--repeats", str(args.repeats), "--threads", str(args.threads), "--device", args.device,
+            "--dtype", args.dtype]
+
+
+def print_table(rows: list, lengths: list, models: list):
+    by = {(r["model"], r["length"]): r for r in rows}
+    print("\n| model | " + " | ".join(f"{n // 1024}K s" for n in lengths) + " | "
+          + " | ".join(f"{n // 1024}K MB" for n in lengths) + " |")
+    print("|---" * (1 + 2 * len(lengths)) + "|")
+    for model in models:
+        cells = []
+        for n in lengths:
+            r = by.get((model, n), {})
+            cells.append(f"{r['median_s']:.3f} ({r['min_s']:.2f}-{r['max_s']:.2f})" if "median_s" in r else "error")
+        mems = [f"{by[(model, n)]['peak_mb']:.0f}" if "peak_mb" in by.get((model, n), {}) else "-" for n in lengths]
+        print(f"| {model} | " + " | ".join(cells) + " | " + " | ".join(mems) + " |")
+    print("\nRatios against LittleBird in this run (other / LittleBird; > 1 means LittleBird is better):")
+    print("| model | " + " | ".join(f"{n // 1024}K time" for n in lengths) + " | "
+          + " | ".join(f"{n // 1024}K mem" for n in lengths) + " |")
+    print("|---" * (1 + 2 * len(lengths)) + "|")
+    for model in models:
+        if model == "littlebird":
+            continue
+        times, mems = [], []
+        for n in lengths:
+            lb, other = by.get(("littlebird", n), {}), by.get((model, n), {})
+            ok = "median_s" in lb and "median_s" in other
+            times.append(f"{other['median_s'] / lb['median_s']:.2f}x" if ok else "-")
+            mems.append(f"{other['peak_mb'] / max(lb['peak_mb'], 1):.2f}x" if ok else "-")
+        print(f"| {model} | " + " | ".join(times) + " | " + " | ".join(mems) + " |")
+    lb_times = {n: by[("littlebird", n)]["median_s"] for n in lengths if "median_s" in by.get(("littlebird", n), {})}
+    if len(lb_times) >= 2:
+        lo, hi = min(lb_times), max(lb_times)
+        print(f"\nLittleBird time({hi // 1024}K) / time({lo // 1024}K) = {lb_times[hi] / lb_times[lo]:.2f} "
+              f"(length ratio {hi // lo})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    parser.add_argument("--json", type=Path, help="also write the raw rows here")
+    parser.add_argument("--one", nargs=2, metavar=("MODEL", "LENGTH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one[0], int(args.one[1]), args)))
+        return
+    print(f"hidden {args.hidden}, {args.layers} layers, {args.heads} heads, batch 1, {args.dtype}, "
+          f"{args.device}, {args.threads} threads, median of {args.repeats} after a warm-up")
+    rows = []
+    for n in args.lengths:
+        for model in args.models:
+            row = run_in_subprocess(model, n, args)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print_table(rows, args.lengths, args.models)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
