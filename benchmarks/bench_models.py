@@ -2,7 +2,7 @@
 
 All four share hidden size, layers and heads; batch 1, inference, random weights (speed does not
 depend on them). Each (model, length) runs in a fresh subprocess so peak memory is its own: peak
-RSS growth during the timed forwards on CPU, ``torch.cuda.max_memory_allocated`` growth on CUDA.
+RSS growth over the forwards on CPU, ``torch.cuda.max_memory_allocated`` growth on CUDA.
 
     python benchmarks/bench_models.py                       # the table (~6 min on 2 cores)
     python benchmarks/bench_models.py --lengths 1024 2048 --repeats 2 --models littlebird dense
@@ -93,13 +93,15 @@ def measure_one(name: str, length: int, args) -> dict:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    forward()  # warm-up: allocator, kernels, lazy inits
+    # The baseline is taken before the first forward: the allocator keeps what the warm-up freed,
+    # so a baseline after it would hide the forward's working set.
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     else:
         reset_peak_rss()
         base = current_rss_bytes()
+    forward()  # warm-up: allocator, kernels, lazy inits
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
