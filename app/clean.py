@@ -150,6 +150,8 @@ class _Writer:
 
     def finish(self) -> tuple[str, str, np.ndarray]:
         text = "".join(self.shown)
+        if not self.source:
+            text = text.rstrip("\n")  # layout breaks after the last block; never mapped characters
         model_text = neutralize_special_strings("".join(self.model), self.map)
         return text, model_text, np.asarray(self.map, dtype=np.int64)
 

@@ -13,7 +13,8 @@ _LETTER = re.compile(r"[^\W\d_]")
 # A Hangul syllable carries about as much as three Latin letters; weighting keeps a Korean
 # text with a few English names "ko" and an English text quoting one Korean word "en".
 _LATIN_PER_SYLLABLE = 3.0
-_MIN_SHARE = 0.85  # above this share, a text is in one language
+_KOREAN_SHARE = 0.6  # weighted Hangul share from which a text reads as Korean ...
+_ENGLISH_SHARE = 0.25  # ... and up to which it reads as English; between the two, "mixed"
 _MIN_KNOWN = 0.5  # below this share of Hangul + Latin letters, the script is one we do not handle
 _SAMPLE_CHARS = 200_000  # the ratio of a long document settles long before its end
 
@@ -33,9 +34,9 @@ def detect_language(text: str) -> str:
         return "unknown"
     korean = hangul * _LATIN_PER_SYLLABLE
     share = korean / (korean + latin)
-    if share >= _MIN_SHARE:
+    if share >= _KOREAN_SHARE:
         return "ko"
-    if share <= 1 - _MIN_SHARE:
+    if share <= _ENGLISH_SHARE:
         return "en"
     return "mixed"
 

@@ -143,12 +143,14 @@ def encode_question(question: str, tokenizer, ids: dict[str, int], max_question_
 
 
 def window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
-    """Start of each window's document part: every ``stride`` tokens, the last one flush with the end."""
+    """Start of each window's document part: the fewest windows whose starts are at most
+    ``stride`` apart, spread evenly, the first at 0 and the last flush with the end."""
     if n_document <= capacity:
         return [0]
     stride = max(1, min(stride, capacity))  # a stride beyond the window would skip tokens
-    starts = list(range(0, n_document - capacity, stride))
-    return starts + [n_document - capacity]
+    span = n_document - capacity
+    steps = -(-span // stride)  # ceil
+    return [round(i * span / steps) for i in range(steps + 1)]
 
 
 def build_window_inputs(prefix: list[int], document_ids: np.ndarray, starts: list[int], capacity: int,

@@ -1,0 +1,148 @@
+"""Cleaning real-looking pages: boilerplate out, structure and tables in, every token linked to the shown text."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.clean import TAG_TOKENS, clean_document
+from app.decode import RawDocument
+from app.errors import DocumentError
+from app.qa import encode_document
+from app.upload import read_pasted_text, read_upload
+from tests.qa_factories import qa_tokenizer
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+FIXTURES = ["ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html"]
+
+
+@pytest.fixture(scope="module")
+def documents():
+    return {name: clean_document(read_upload(PAGES / name)) for name in FIXTURES}
+
+
+def assert_linked(document):
+    """Every model character from the document equals its shown character (whitespace aside)."""
+    mapping = document.model_to_text
+    assert len(mapping) == len(document.model_text)
+    for i in np.flatnonzero(mapping >= 0):
+        model_char, shown_char = document.model_text[i], document.text[mapping[i]]
+        assert model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b", i
+    mapped = mapping[mapping >= 0]
+    assert (np.diff(mapped) > 0).all(), "the map must keep the reading order"
+
+
+def assert_tokens_round_trip(document):
+    """Each token's span in the shown text is the token's own text, whitespace aside."""
+    tokenizer = qa_tokenizer()
+    encoding = tokenizer(document.model_text, add_special_tokens=False, return_offsets_mapping=True)
+    spans = encode_document(document, tokenizer).spans
+    assert len(spans) == len(encoding["input_ids"])
+    for (a, b), (start, end), token_id in zip(encoding["offset_mapping"], spans, encoding["input_ids"]):
+        piece = document.model_text[a:b].strip()
+        if piece in TAG_TOKENS:
+            assert (start, end) == (-1, -1)
+            continue
+        shown = document.text[start:end]
+        assert "".join(shown.split()) == "".join(piece.split()), (piece, shown, token_id)
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture_pages_link_every_token(documents, name):
+    document = documents[name]
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+
+
+def test_korean_page(documents):
+    document = documents["ko_wiki_sejong.html"]
+    assert document.language == "ko" and document.title == "세종 (조선)"
+    assert document.model_text.startswith("<h1> 세종 (조선)")
+    for kept in ("훈민정음은 1443년에 완성되었고", "측우기 | 강우량 측정 기구 | 1441년", "• 왕비: 소헌왕후 심씨"):
+        assert kept in document.text
+    for dropped in ("최근 바뀜", "wgPageName", "font-family", "개인정보처리방침", "기부해 주세요", "beacon"):
+        assert dropped not in document.text
+
+
+def test_table_cells_are_tagged_and_answerable(documents):
+    # A question about a cell needs the cell's text next to its row header in the model text.
+    document = documents["ko_wiki_sejong.html"]
+    assert "<tr> <td> 재위 <td> 1418년 9월 9일 ~ 1450년 3월 30일" in document.model_text
+    assert "<tr> <th> 이름 <th> 종류 <th> 제작 연도 <th> 관련 인물" in document.model_text
+    english = documents["en_wiki_baikal.html"]
+    assert "<tr> <td> Max. depth <td> 1,642 m (5,387 ft)" in english.model_text
+    assert "Selenga | 992 km | about 50% | Selenga Delta, east shore" in english.text
+
+
+def test_structure_tokens(documents):
+    english = documents["en_wiki_baikal.html"]
+    for token in ("<h1>", "<h2>", "<p>", "<table>", "<tr>", "<td>", "<th>", "<ul>", "<ol>", "<li>"):
+        assert token in english.model_text
+    assert "<h2> Geography <p> Baikal is 636 kilometres long" in english.model_text
+
+
+def test_boilerplate_is_removed(documents):
+    document = documents["boilerplate_news.html"]
+    assert document.title == "Harbour town opens its new tidal library"
+    assert "The library cost 4.2 million pounds" in document.text
+    assert "Saturday | 10:00 | 17:00" in document.text
+    for dropped in ("We use cookies", "Most read", "Doctors hate", "Related stories", "All rights reserved",
+                    "gtag", "Advertisement", "Share on Facebook", "Sign in"):
+        assert dropped not in document.text, dropped
+
+
+def test_cp949_page(documents):
+    document = documents["cp949_jeju.html"]
+    assert document.language == "ko" and "똠방각하 기념 돌담길" in document.text
+    assert "<td> 최고봉 <td> 한라산 (해발 1,947 미터)" in document.model_text
+    assert "openPopup" not in document.text
+
+
+def test_plain_text_keeps_the_file_as_shown_text():
+    text = "# 제목\n\n첫 문단은\n두 줄이다.\n\n- 하나\n- 둘\n\n| 이름 | 값 |\n|---|---|\n| 높이 | 1,947 m |\n"
+    document = clean_document(read_pasted_text(text))
+    assert document.text == text
+    assert document.model_text == "<h1> 제목 <p> 첫 문단은 두 줄이다. <ul> <li> 하나 <li> 둘 <table> <tr> <th> 이름 <th> 값 <tr> <td> 높이 <td> 1,947 m"
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+
+
+def test_literal_tag_strings_in_text_do_not_become_tag_tokens():
+    document = clean_document(read_pasted_text("Write <p> for a paragraph and [QUESTION] for the question.\n"))
+    ids = qa_tokenizer()(document.model_text, add_special_tokens=False)["input_ids"]
+    special = set(qa_tokenizer().convert_tokens_to_ids(["<p>", "[QUESTION]"]))
+    assert [i for i in ids if i in special] == qa_tokenizer().convert_tokens_to_ids(["<p>"])  # only the inserted one
+    assert_linked(document)
+    html = clean_document(read_pasted_text("<p>The tag &lt;td&gt; makes a cell.</p><p>Second paragraph here.</p>"))
+    assert "<td> makes" in html.text and html.model_text.count("<td>") == 0
+
+
+def test_html_fragments_and_whitespace():
+    document = clean_document(read_pasted_text("<p>Hello   <b>bold</b>\n world!</p><ul><li>one</li><li>two</li></ul>"))
+    assert document.text == "Hello bold world!\n\n• one\n• two"
+    assert document.model_text == "<p> Hello bold world! <ul> <li> one <li> two"
+    assert_linked(document)
+
+
+def test_empty_and_script_only_documents_are_refused():
+    for raw in (
+        RawDocument("<html><head><script>var a = 1;</script></head><body>  </body></html>", True, "x", "utf-8"),
+        RawDocument("<nav><ul><li></li></ul></nav>", True, "x", "utf-8"),
+        RawDocument("\n\n   \n", False, "x", "utf-8"),
+    ):
+        with pytest.raises(DocumentError, match="No readable text"):
+            clean_document(raw)
+
+
+def test_unknown_language_is_kept_with_a_warning():
+    document = clean_document(read_pasted_text("Озеро Байкал — самое глубокое озеро на планете."))
+    assert document.language == "unknown" and document.warnings
+    assert "Байкал" in document.text
+
+
+def test_two_megabyte_page_is_cleaned_whole():
+    paragraph = "<p>" + "The lake is deep and the water is clear. " * 24 + "</p>\n"
+    page = "<html><body><h1>Big</h1>" + paragraph * 2100 + "<p>The last sentence names Olkhon Island.</p></body></html>"
+    assert len(page) > 2_000_000
+    document = clean_document(RawDocument(page, True, "big.html", "utf-8"))
+    assert document.text.rstrip().endswith("The last sentence names Olkhon Island.")

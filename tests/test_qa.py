@@ -1,0 +1,209 @@
+"""answer_question: input layout, windows, merging, n-best probabilities, no-answer threshold, offsets.
+
+A scripted model (it finds a chosen token sequence and puts its logits there) checks that the
+answer lands on exactly the right characters; a tiny random LittleBird checks the mechanics.
+"""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from app.clean import clean_document
+from app.qa import (
+    Answer,
+    _Candidate,
+    answer_question,
+    build_window_inputs,
+    encode_document,
+    merge_candidates,
+    span_candidates,
+    window_starts,
+)
+from app.upload import read_pasted_text, read_upload
+from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return qa_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def korean():
+    return clean_document(read_upload(PAGES / "ko_wiki_sejong.html"))
+
+
+@pytest.fixture(scope="module")
+def english():
+    return clean_document(read_upload(PAGES / "en_wiki_baikal.html"))
+
+
+class ScriptedModel(torch.nn.Module):
+    """Stands in for LittleBirdForQuestionAnswering: high logits on ``target`` in the document part.
+
+    Windows seen later get slightly higher logits, so a merge must keep the best window's copy.
+    """
+
+    def __init__(self, target: list[int], answerable_logit: float = 2.0):
+        super().__init__()
+        self.anchor = torch.nn.Parameter(torch.zeros(1))  # gives the model a device
+        self.target = target
+        self.answerable_logit = answerable_logit
+        self.calls = []
+        self.rows_seen = 0
+
+    def forward(self, input_ids, attention_mask, top_k_starts=5, max_answer_length=30, output_attentions=False):
+        B, n = input_ids.shape
+        self.calls.append(tuple(input_ids.shape))
+        start_logits = torch.zeros(B, n)
+        end_logits = torch.zeros(B, top_k_starts, max_answer_length)
+        found = torch.zeros(B, dtype=torch.bool)
+        for b in range(B):
+            row = input_ids[b].tolist()
+            for i in range(row.index(2) + 1, n - len(self.target) + 1):  # after [SEP]
+                if row[i : i + len(self.target)] == self.target:
+                    start_logits[b, i] = 10.0 + 0.1 * self.rows_seen
+                    found[b] = True
+                    break
+            self.rows_seen += 1
+        top_logits, top_indices = start_logits.topk(top_k_starts, dim=-1)
+        for b in range(B):
+            if found[b]:
+                end_logits[b, 0, len(self.target) - 1] = 10.0
+        ends = top_indices[:, :, None] + torch.arange(max_answer_length)
+        end_logits = end_logits.masked_fill((ends >= n) | ~torch.gather(attention_mask.bool(), 1, ends.clamp(max=n - 1).view(B, -1)).view(ends.shape), float("-inf"))
+        return SimpleNamespace(start_logits=start_logits, top_start_indices=top_indices, top_start_logits=top_logits,
+                               top_end_logits=end_logits, answerable_logits=torch.full((B,), self.answerable_logit),
+                               attentions=("scripted",) if output_attentions else None)
+
+
+def target_ids(tokenizer, document, phrase: str) -> list[int]:
+    """Token ids of ``phrase`` as it is tokenized inside the document's model text."""
+    encoded = encode_document(document, tokenizer)
+    start = document.text.index(phrase)
+    inside = [i for i, (a, b) in enumerate(encoded.spans) if a >= start and b <= start + len(phrase) and a >= 0]
+    return encoded.input_ids[inside[0] : inside[-1] + 1].tolist()
+
+
+def test_input_layout_is_cls_question_sep_document(tokenizer, english):
+    model = ScriptedModel([-1])
+    answer_question(english, "How deep is it?", model=model, tokenizer=tokenizer)
+    ids, _ = build_window_inputs([0, 9, 9, 2], np.arange(10, 30), [0, 8], 12, 1)
+    assert ids[0].tolist() == [0, 9, 9, 2, *range(10, 22)] and ids[1].tolist() == [0, 9, 9, 2, *range(18, 30)]
+    question_id = tokenizer.convert_tokens_to_ids("[QUESTION]")
+    encoded = encode_document(english, tokenizer)
+    assert model.calls == [(1, len(encoded.input_ids) + 2 + len(tokenizer("How deep is it?", add_special_tokens=False)["input_ids"]) + 1)]
+    assert question_id > 3
+
+
+@pytest.mark.parametrize("phrase, expected", [("측우기는", "측우기"), ("1441년에", "1441년"), ("강우량 측정 기구", "강우량 측정 기구")])
+def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expected):
+    model = ScriptedModel(target_ids(tokenizer, korean, phrase))
+    result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer)
+    best = result.answers[0]
+    assert best.text == expected == korean.text[best.start : best.end]
+    assert korean.text.index(phrase) == best.start
+    assert not result.no_answer and result.question_language == "ko"
+
+
+def test_long_document_windows_and_merge(tokenizer, korean):
+    phrase = "관련 인물"
+    model = ScriptedModel(target_ids(tokenizer, korean, phrase))
+    result = answer_question(korean, "누가?", model=model, tokenizer=tokenizer, max_length=160, stride=64)
+    n = result.n_tokens
+    spans = result.window_token_spans
+    assert result.n_windows == len(spans) > 3
+    assert spans[0][0] == 0 and spans[-1][1] == n
+    assert all(b[0] - a[0] <= 64 for a, b in zip(spans, spans[1:]))  # stride, no gaps
+    assert all(end - start == spans[0][1] - spans[0][0] for start, end in spans)
+    assert sum(batch for batch, _ in model.calls) == result.n_windows and all(b <= 2 for b, _ in model.calls)
+    holding = [w for w, (s, e) in enumerate(spans) if korean.text.index(phrase) in range(*_char_range(tokenizer, korean, s, e))]
+    assert len(holding) >= 2  # the phrase sits in overlapping windows ...
+    assert result.answers[0].text == phrase and result.answers[0].window == holding[-1]  # ... and merges to one answer
+    assert [a.text for a in result.answers].count(phrase) == 1
+
+
+def _char_range(tokenizer, document, start, end):
+    spans = encode_document(document, tokenizer).spans[start:end]
+    spans = spans[spans[:, 0] >= 0]
+    return int(spans[0, 0]), int(spans[-1, 1])
+
+
+def test_no_answer_threshold(tokenizer, english):
+    model = ScriptedModel(target_ids(tokenizer, english, "Kurbat Ivanov"), answerable_logit=0.0)  # p = 0.5
+    sure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer, no_answer_threshold=0.4)
+    unsure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer, no_answer_threshold=0.6)
+    assert sure.answerable_probability == pytest.approx(0.5)
+    assert not sure.no_answer and sure.message is None
+    assert unsure.no_answer and "may not answer" in unsure.message
+    assert unsure.answers[0].text == "Kurbat Ivanov"  # the guesses are kept
+
+
+def test_empty_question_and_question_without_answer(tokenizer, english):
+    model = ScriptedModel([-1])  # never finds its target: every start is on [CLS]/padding logits of 0
+    for question in ("", "   ", "?!"):
+        result = answer_question(english, question, model=model, tokenizer=tokenizer)
+        assert result.no_answer and result.answers == [] and "Please type a question" in result.message
+    assert model.calls == []
+
+
+def test_fake_logits_decoding_rules():
+    # Tokens 0..5 of a document whose token 2 is a tag token; prefix of 3 tokens.
+    text = "alpha beta gamma delta"
+    spans = np.array([[0, 5], [6, 10], [-1, -1], [11, 16], [17, 22], [17, 22]])
+    top_starts = np.array([[3, 1, 5]])  # window positions: prefix 3 -> document tokens 0, question, 2
+    start_logits = np.array([[5.0, 9.0, 4.0]])
+    end_logits = np.full((1, 3, 3), -np.inf)
+    end_logits[0, 0] = [1.0, 2.0, 0.5]  # spans (0,0), (0,1), (0,2)->(0..tag end) invalid end
+    end_logits[0, 1] = [8.0, 8.0, 8.0]  # a start inside the question: never an answer
+    end_logits[0, 2] = [0.0, -np.inf, -np.inf]  # start on the tag token: no text
+    found = span_candidates(top_starts, start_logits, end_logits, spans, 3, [0], limit=10)
+    assert [(c.start, c.end) for c in found] == [(0, 10), (0, 5)]
+    assert [c.score for c in found] == [7.0, 6.0]
+    answers = merge_candidates(found + [_Candidate(6.5, 0, 10, 1)], text, n_best=5)
+    assert [(a.text, a.score, a.window) for a in answers] == [("alpha beta", 7.0, 0), ("alpha", 6.0, 0)]
+    assert sum(a.probability for a in answers) == pytest.approx(1.0)
+    assert answers[0].probability == pytest.approx(1 / (1 + np.exp(-1.0)))
+
+
+def test_window_starts():
+    assert window_starts(100, 200, 50) == [0]
+    assert window_starts(32_748, 8_172, 4_096) == [0, 4_096, 8_192, 12_288, 16_384, 20_480, 24_576]
+    starts = window_starts(32_768, 8_180, 4_096)  # 12 tokens past six strides: one more window, spread evenly
+    assert len(starts) == 8 and starts[-1] == 32_768 - 8_180 and max(b - a for a, b in zip(starts, starts[1:])) <= 4_096
+    assert window_starts(10, 4, 100) == [0, 3, 6]  # a stride wider than the window is narrowed
+
+
+def test_tiny_littlebird_mechanics(tokenizer, korean):
+    model = tiny_model_for_tokenizer()
+    result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256,
+                             stride=128, n_best=4, output_attentions=True)
+    assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode", "attention"}
+    assert all(t >= 0 for t in result.timings.values())
+    assert 1 <= len(result.answers) <= 4 and result.n_windows > 1 and result.device == "cpu"
+    assert sum(a.probability for a in result.answers) == pytest.approx(1.0)
+    assert all(a.probability >= b.probability for a, b in zip(result.answers, result.answers[1:]))
+    for answer in result.answers:
+        assert isinstance(answer, Answer) and answer.text == korean.text[answer.start : answer.end] and answer.text.strip()
+        assert len(tokenizer(answer.text, add_special_tokens=False)["input_ids"]) <= 30 + 2
+    attention = result.attention
+    assert attention.window == result.answers[0].window and len(attention.attentions) == 2
+    assert len(attention.token_spans) == len(attention.tokens) <= 256
+    assert attention.tokens[:2] == ["<s>", "[QUESTION]"] and attention.question_length > 3
+    for start, end in attention.token_spans[attention.question_length :]:
+        assert start == -1 or korean.text[start:end].strip()
+    quiet = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256, stride=128,
+                            n_best=4)
+    assert quiet.attention is None and [a.text for a in quiet.answers] == [a.text for a in result.answers]
+
+
+def test_single_window_is_one_model_call_and_mixed_language(tokenizer):
+    document = clean_document(read_pasted_text("LittleBird는 긴 문서를 읽는다. It reads long documents in one pass.\n"))
+    result = answer_question(document, "What does LittleBird read?", model=tiny_model_for_tokenizer(), tokenizer=tokenizer)
+    assert result.n_windows == 1 and result.window_token_spans == [(0, result.n_tokens)]
+    assert result.question_language == "en" and document.language in ("mixed", "ko")
