@@ -274,7 +274,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         scores_local = q_blocks @ k_window[:, :, start:end].transpose(-1, -2)  # (B, h, m, b, 3b)
         scores_local = bialibi.subtract_distance_bias_(scores_local, *geo.local).add_(geo.local_mask)
         scores = torch.cat([scores_packed, scores_global, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
-        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
+        probs = torch.softmax(scores, dim=-1)
         if output_attentions:
             weights.append(probs)
         if dropout_p:
