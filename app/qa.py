@@ -75,7 +75,7 @@ class EncodedDocument:
     spans: np.ndarray  # (n, 2) [start, end) of each token in Document.text; -1 for tag tokens
 
 
-_encoded_cache: "OrderedDict[tuple[int, str], EncodedDocument]" = OrderedDict()
+_encoded_cache: "OrderedDict[tuple, EncodedDocument]" = OrderedDict()
 
 
 def token_spans_in_text(offsets: np.ndarray, model_text: str, model_to_text: np.ndarray) -> np.ndarray:
@@ -109,7 +109,9 @@ def token_spans_in_text(offsets: np.ndarray, model_text: str, model_to_text: np.
 
 def encode_document(document: Document, tokenizer) -> EncodedDocument:
     """Tokenize ``document.model_text`` once (cached per tokenizer for the last few documents)."""
-    key = (id(tokenizer), document.model_text)
+    # Equal model texts can come from different shown texts ("# a" and "a" both give "<h1> a"
+    # or "<p> a"), so the key holds everything the spans depend on.
+    key = (id(tokenizer), document.model_text, document.text, hash(np.asarray(document.model_to_text).tobytes()))
     cached = _encoded_cache.get(key)
     if cached is not None:
         _encoded_cache.move_to_end(key)

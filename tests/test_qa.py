@@ -207,3 +207,10 @@ def test_single_window_is_one_model_call_and_mixed_language(tokenizer):
     result = answer_question(document, "What does LittleBird read?", model=tiny_model_for_tokenizer(), tokenizer=tokenizer)
     assert result.n_windows == 1 and result.window_token_spans == [(0, result.n_tokens)]
     assert result.question_language == "en" and document.language in ("mixed", "ko")
+
+
+def test_tokenization_cache_tells_apart_documents_with_equal_model_text(tokenizer):
+    first, second = clean_document(read_pasted_text("x y")), clean_document(read_pasted_text("   x   y"))
+    assert first.model_text == second.model_text and first.text != second.text
+    assert encode_document(first, tokenizer).spans[-1].tolist() == [2, 3]
+    assert encode_document(second, tokenizer).spans[-1].tolist() == [7, 8]
