@@ -45,8 +45,10 @@ _FONT = {"size": 11}
 class AttentionSummary:
     """Everything the explorer draws for one window, reduced to block resolution.
 
-    Arrays are float32, indexed ``[layer, head, ...]``. ``block_maps`` is pooled by
-    ``pool`` blocks per cell on both axes; the other arrays keep one column per block.
+    Arrays are float16 (they are only drawn; a 16K-token window with 12 layers x 12
+    heads then takes ~12 MB of session state), indexed ``[layer, head, ...]``.
+    ``block_maps`` is pooled by ``pool`` blocks per cell on both axes; the other arrays
+    keep one column per block.
     """
 
     block_size: int
@@ -179,9 +181,11 @@ def summarize_attention(
         tok_blocks[..., 0] += _numpy(layer.global_)[0][:, q_blocks, rows].sum(-1)
         answer_blocks.append(tok_blocks)
         answer_pack.append(_numpy(layer.packed)[0][:, q_blocks, rows])  # (h, a, s)
-        pack = _numpy(layer.pack)[0]  # (h, s, n_padded)
-        h, s, n_padded = pack.shape
-        reads = pack[..., : nb * block_size].reshape(h, s, nb, block_size).sum(-1)
+        pack = _numpy(layer.pack)[0]  # (h, s, n) with n padded to blocks or not
+        h, s, n = pack.shape
+        padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
+        padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
+        reads = padded.reshape(h, s, nb, block_size).sum(-1)
         pack_reads.append(reads)  # (h, s, nb)
     answer_tokens = tuple(
         text[token_offsets[p][0] : token_offsets[p][1]] if token_offsets[p] else "?" for p in positions
@@ -191,15 +195,33 @@ def summarize_attention(
         block_size=block_size,
         n_tokens=n_tokens,
         pool=pool,
-        block_maps=np.stack(block_maps),
-        answer_blocks=np.stack(answer_blocks).astype(np.float32),
-        answer_pack=np.stack(answer_pack).astype(np.float32),
-        pack_reads=np.stack(pack_reads).astype(np.float32),
+        block_maps=np.stack(block_maps).astype(np.float16),
+        answer_blocks=np.stack(answer_blocks).astype(np.float16),
+        answer_pack=np.stack(answer_pack).astype(np.float16),
+        pack_reads=np.stack(pack_reads).astype(np.float16),
         answer_tokens=answer_tokens,
         answer_block_range=answer_range,
         question_blocks=math.ceil(question_tokens / block_size),
         block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
     )
+
+
+def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
+    """``summarize_attention`` for the ``WindowAttention`` that ``app.qa.answer_question`` returns.
+
+    ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
+    special and question tokens); the answer's tokens are the document tokens overlapping
+    ``answer_span`` (none when there is no answer).
+    """
+    offsets = [None if start < 0 else (start, end) for start, end in window.token_spans]
+    positions = []
+    if answer_span is not None:
+        first, last = answer_span
+        positions = [i for i, o in enumerate(offsets) if o is not None and o[0] < last and o[1] > first]
+    return summarize_attention(
+        window.attentions, text=text, token_offsets=offsets, answer_positions=positions,
+        question_tokens=window.question_length, block_size=block_size,
+    )  # fmt: skip
 
 
 def _numpy(tensor: Any) -> np.ndarray:
@@ -272,6 +294,7 @@ def bialibi_heatmap(alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray) -> g
             {f"coloraxis{col if col > 1 else ''}": {"colorscale": _COLORSCALE, "colorbar": {"x": bar_x, "thickness": 8, "len": 0.9}}}
         )
         fig.update_xaxes(title_text="head", row=1, col=col, dtick=1 if n_heads <= 16 else None)
+    fig.update_annotations(font={"size": 11})
     fig.update_yaxes(title_text="layer", row=1, col=1, autorange="reversed", dtick=1 if n_layers <= 24 else None)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=3)
@@ -467,6 +490,7 @@ def answer_token_attention(
         row=1, col=2,
     )  # fmt: skip
     fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
+    fig.update_annotations(font={"size": 11})  # subplot titles, smaller than the figure title
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=2)
     fig.update_xaxes(title_text="key position (tokens)", row=2, col=1)
@@ -512,3 +536,38 @@ def _message_figure(title: str, message: str) -> go.Figure:
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return _layout(fig, title, height=160)
+
+
+def explorer_figures(
+    summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int
+) -> dict[str, go.Figure]:
+    """The explorer's four per-head figures for ``layer`` and ``head``.
+
+    Keys: ``block_map``, ``answer``, ``pack`` (from the summary, or a message figure when
+    there is none yet) and ``curves`` (from the BiALiBi ``slopes``, always available).
+    """
+    layers = slopes["alpha"].shape[0]
+    layer = min(max(int(layer), 0), layers - 1)
+    head = min(max(int(head), 0), slopes["alpha"].shape[1] - 1)
+    b = summary.block_size if summary is not None else 64
+    out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
+    if summary is None:
+        note = "Ask a question (with the attention explorer on) to see this."
+        for key, title in (("block_map", "Attention by block"), ("answer", "Where the answer's tokens looked"), ("pack", "What each pack slot read")):
+            out[key] = _message_figure(title, note)
+        return out
+    at = (layer, head)
+    out["block_map"] = attention_block_map(
+        summary.block_maps[at], block_size=b, pool=summary.pool, layer=layer, head=head,
+        block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
+        question_blocks=summary.question_blocks,
+    )  # fmt: skip
+    out["answer"] = answer_token_attention(
+        summary.answer_blocks[at], summary.answer_pack[at], token_labels=summary.answer_tokens,
+        block_labels=summary.block_labels, block_size=b, layer=layer, head=head,
+    )  # fmt: skip
+    out["pack"] = pack_slot_reads(
+        summary.pack_reads[at], block_labels=summary.block_labels, block_size=b, layer=layer, head=head,
+        answer_block_range=summary.answer_block_range,
+    )  # fmt: skip
+    return out

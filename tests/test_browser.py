@@ -1,0 +1,105 @@
+"""End to end in real headless Chromium: paste, ask, see the highlighted answer and the plots.
+
+Needs Debian's chromium (``apt-get install -y chromium``); Playwright drives it through
+``executable_path``, so ``playwright install`` (which downloads a browser) is never needed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.examples import find_example
+from tests.ui_support import served_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+README_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
+ANSWER_TIMEOUT_MS = 90_000  # a 5K-token document on two busy cores, plus the attention rerun
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def page():
+    """A Chromium page on the served app, ready for input."""
+    from playwright.sync_api import sync_playwright
+
+    url = served_app()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#lb-question textarea").wait_for(timeout=30_000)
+        yield page
+        browser.close()
+
+
+def paste_and_ask(page, document: str, question: str) -> None:
+    """Paste ``document``, type ``question``, press Enter and wait until the new answer is shown."""
+    page.locator("#lb-paste textarea").fill(document)
+    box = page.locator("#lb-question textarea")
+    box.fill(question)
+    page.evaluate("document.querySelector('#lb-document').dataset.before = document.querySelector('#lb-document').innerHTML.length")
+    box.press("Enter")
+    page.wait_for_function(
+        "() => { const d = document.querySelector('#lb-document');"
+        " return d.querySelector('.lb-doc') && d.innerHTML.length != d.dataset.before; }",
+        timeout=ANSWER_TIMEOUT_MS,
+    )
+
+
+def test_document_html_is_shown_as_text_never_run(page):
+    # plain text (no paragraph tags), so the markup below reaches the shown text as characters
+    hostile = (
+        "Markup such as <img src=x onerror=\"window.__pwned = 1\"> or <svg onload=\"window.__pwned = 2\"></svg> "
+        "or <script>window.__pwned = 3</script> must stay text. The launch was in 1998."
+    )
+    paste_and_ask(page, hostile, "When was the launch?")
+    shown = page.locator("#lb-document .lb-doc").inner_text()
+    assert '<img src=x onerror="window.__pwned = 1">' in shown and "<script>" in shown
+    assert page.locator("#lb-document img, #lb-document svg, #lb-document script").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_paste_example_ask_and_explore(page, tmp_path):
+    example = find_example("ko-hangul")
+    paste_and_ask(page, example.read_html(), example.questions[0].question)
+
+    # the answer card and the highlighted span say the same thing
+    answer = page.locator("#lb-answer-card .lb-answer").inner_text().strip()
+    marks = page.locator("#lb-document mark.lb-best")
+    assert marks.count() >= 1
+    assert "".join(marks.all_inner_texts()) == answer
+    assert page.locator("#lb-document mark.lb-alt").count() >= 1  # the other n-best, lighter
+    assert page.locator("#lb-answer-card table.lb-nbest tbody tr").count() >= 2
+
+    # the document box scrolled so the answer is in view
+    visible = page.evaluate(
+        "() => { const box = document.querySelector('#lb-document .lb-doc');"
+        " const mark = document.querySelector('#lb-answer');"
+        " const top = mark.offsetTop - box.scrollTop; return top >= 0 && top < box.clientHeight; }"
+    )
+    assert visible
+
+    stats = page.locator("#lb-stats").inner_text()
+    assert "tokens" in stats and "window" in stats and "model" in stats and "plots" in stats
+
+    # every explorer plot rendered by plotly, the block map as a heatmap
+    for plot in ("blocks", "answer", "pack", "slopes", "curves"):
+        page.locator(f"#lb-plot-{plot} .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+    assert page.locator("#lb-plot-blocks .heatmaplayer image, #lb-plot-blocks .hm image").count() >= 1
+    assert page.locator("#lb-plot-answer .heatmaplayer image, #lb-plot-answer .hm image").count() >= 1
+
+    shot = tmp_path / "littlebird-qa.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 20_000
+    if os.environ.get("LITTLEBIRD_UPDATE_SCREENSHOT", "1") == "1":
+        README_SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(shot, README_SCREENSHOT)

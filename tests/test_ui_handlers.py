@@ -1,0 +1,249 @@
+"""The app's handlers as plain functions: examples, documents, asking, rendering, the API payload, loading."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from app import ui
+from app.clean import clean_document
+from app.errors import DocumentError
+from app.examples import find_example, load_examples
+from app.qa import Answer, QAResult
+from app.upload import read_upload
+from tests.qa_factories import qa_tokenizer
+from tests.ui_support import TEST_MODEL, tiny_loaded_model
+
+SHORT_DOCUMENT = (
+    "<h1>Jikji</h1><p>Jikji was printed with movable metal type at Heungdeoksa temple in 1377.</p>"
+    "<p>The surviving volume is kept at the National Library of France in Paris.</p>"
+)
+
+
+@pytest.fixture(scope="module")
+def settings() -> ui.Settings:
+    tiny_loaded_model()
+    return ui.Settings(checkpoint=TEST_MODEL)
+
+
+def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = False) -> QAResult:
+    """A QAResult with the given spans of ``text`` as its n-best, best first."""
+    n = len(answers)
+    return QAResult(
+        answers=[Answer(text[s:e], s, e, score=1.0 - i, probability=1 / n, window=0) for i, (s, e) in enumerate(answers)],
+        no_answer=no_answer, answerable_probability=0.9, timings={"fetch": 0.0, "clean": 0.01, "model": 0.5},
+        n_tokens=1234, n_windows=2, question_language="en", device="cpu", window_token_spans=[(0, 1000), (500, 1234)],
+        message=None,
+    )  # fmt: skip
+
+
+# ---- examples ----------------------------------------------------------------------
+
+
+def test_examples_are_long_bilingual_documents_whose_answers_are_in_the_text():
+    examples = load_examples()
+    assert sorted(e.language for e in examples) == ["en", "en", "ko", "ko"]
+    tokenizer = qa_tokenizer()
+    for example in examples:
+        source = example.read_html()
+        for tag in ("<h1>", "<h2>", "<p>", "<table>", "<li>"):
+            assert tag in source, f"{example.id} has no {tag}"
+        document = clean_document(read_upload(example.path))
+        assert document.language == example.language
+        assert len(tokenizer(document.model_text)["input_ids"]) > 3000, f"{example.id} is not long"
+        assert 3 <= len(example.questions) <= 5
+        for suggestion in example.questions:
+            assert suggestion.answer in document.text, f"{example.id}: {suggestion.answer!r} is not in the text"
+
+
+def test_choose_example_fills_the_paste_box_and_the_suggestions():
+    example = load_examples()[0]
+    html, questions, first = ui.choose_example(example.label)
+    assert html == example.read_html()
+    assert questions == [q.question for q in example.questions] and first == questions[0]
+    assert find_example(example.id) is example
+    with pytest.raises(KeyError):
+        find_example("no such example")
+
+
+# ---- rendering ---------------------------------------------------------------------
+
+
+def test_highlight_escapes_the_document_and_marks_answers_by_rank():
+    text = 'A <script>alert("x")</script> B & C: the answer is here, alternatives nearby.'
+    best = (text.index("the answer"), text.index(", alt"))
+    alternative = (text.index("answer is"), text.index("nearby") + len("nearby"))  # overlaps the best
+    rendered = ui.highlight_document(text, make_result([best, alternative], text))
+    assert "<script>" not in rendered and "&lt;script&gt;" in rendered and "&amp; C" in rendered
+    assert rendered.count('id="lb-answer"') == 1
+    # the overlap belongs to the better answer: the best span is marked whole, the rest of the alternative lighter
+    assert '<mark class="lb-best" id="lb-answer" title="#1 · 50%">the </mark>' in rendered
+    assert '<mark class="lb-best" title="#1 · 50%">answer is here</mark>' in rendered
+    assert '<mark class="lb-alt" title="#2 · 50%">, alternatives nearby</mark>' in rendered
+
+
+def test_highlight_without_answers_and_with_a_weak_best():
+    text = "Nothing <b>to</b> see."
+    assert ui.highlight_document(text, None) == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
+    weak = ui.highlight_document(text, make_result([(0, 7)], text, no_answer=True))
+    assert 'class="lb-best-weak"' in weak
+
+
+def test_answer_card_says_no_answer_plainly_and_escapes():
+    text = "The <i>answer</i> is 42."
+    tagged, number = (4, text.index(" is")), (text.index("42"), text.index("42") + 2)
+    found = ui.answer_card(make_result([tagged, number], text))
+    assert "&lt;i&gt;answer&lt;/i&gt;" in found and "<i>" not in found
+    assert found.count("<tr>") == 3  # header + two n-best rows
+    missing = ui.answer_card(make_result([number], text, no_answer=True))
+    assert "No answer found." in missing and "42" in missing  # the guess stays in the table
+
+
+def test_stats_line_names_tokens_windows_device_and_every_stage():
+    line = ui.stats_line(make_result([(0, 1)], "xy"), tiny_loaded_model(), plot_seconds=0.25)
+    assert line.startswith("1,234 tokens · 2 windows · cpu (float32)")
+    for stage in ("fetch 0.00 s", "clean 0.01 s", "model 0.50 s", "plots 0.25 s"):
+        assert stage in line
+
+
+# ---- documents -----------------------------------------------------------------------
+
+
+def test_read_document_caches_pasted_text():
+    first = ui.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
+    again = ui.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
+    assert again.text == first.text and again.clean_seconds == 0.0
+
+
+def test_read_document_from_upload_and_url(tmp_path):
+    path = tmp_path / "jikji.html"
+    path.write_text(SHORT_DOCUMENT, encoding="utf-8")
+    assert "Heungdeoksa" in ui.read_document("upload", upload=str(path)).text
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/jikji.html"
+        assert "Heungdeoksa" in ui.read_document("url", url=url, allow_local=True).text
+        with pytest.raises(DocumentError):  # loopback is refused unless asked for
+            ui.read_document("url", url=url.replace("jikji", "other"))
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "source, kwargs",
+    [("paste", {"pasted": "   "}), ("url", {"url": ""}), ("upload", {"upload": None}), ("url", {"url": "ftp://example.com/x"})],
+)
+def test_read_document_errors_are_sentences_for_the_user(source, kwargs):
+    with pytest.raises(DocumentError) as error:
+        ui.read_document(source, **kwargs)
+    assert str(error.value).endswith(".")
+
+
+def test_unknown_source_and_bad_settings_are_rejected():
+    with pytest.raises(ValueError, match="source must be one of"):
+        ui.read_document("clipboard")
+    with pytest.raises(ValueError, match="max_length"):
+        ui.Settings(max_length=100)
+    with pytest.raises(ValueError, match="n_best"):
+        ui.Settings(n_best=0)
+    with pytest.raises(ValueError, match="no_answer_threshold"):
+        ui.Settings(no_answer_threshold=1.5)
+
+
+# ---- asking --------------------------------------------------------------------------
+
+
+def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
+    reports = []
+    view = ui.ask(
+        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT, layer=1, head=3,
+        report=lambda fraction, message: reports.append((fraction, message)),
+    )  # fmt: skip
+    fractions = [f for f, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("model" in m for _, m in reports) and any("plots" in m for _, m in reports)
+
+    best = view.result.answers[0]
+    assert view.document.text[best.start : best.end] == best.text
+    assert view.n_best[0][1] == best.text and len(view.n_best) == len(view.result.answers)
+    assert 'id="lb-answer"' in view.document_html
+    assert "tokens" in view.stats and "plots" in view.stats
+
+    summary = view.summary
+    assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4
+    assert summary.answer_tokens  # the best answer's tokens were found in the window
+    assert set(view.figures) == {"block_map", "answer", "pack", "curves"}
+    assert "layer 1 head 3" in view.figures["block_map"].layout.title.text
+
+
+def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
+    view = ui.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    plots = ui.explore(view.summary, TEST_MODEL, layer=0, head=2)
+    assert "layer 0 head 2" in plots["pack"].layout.title.text
+    empty = ui.explore(None, TEST_MODEL, layer=0, head=0)
+    assert "Ask a question" in empty["block_map"].layout.annotations[0].text
+
+
+def test_ask_without_attention_has_no_summary(settings):
+    quick = ui.Settings(checkpoint=TEST_MODEL, explore=False, n_best=2, max_length=512)
+    view = ui.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
+    assert view.summary is None and len(view.result.answers) <= 2
+    assert "Ask a question" in view.figures["answer"].layout.annotations[0].text
+
+
+def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
+    payload = ui.answer_document(SHORT_DOCUMENT, "Where is the surviving volume kept?", checkpoint=TEST_MODEL)
+    json.dumps(payload)
+    assert payload["answer"] == payload["text"][payload["start"] : payload["end"]]
+    assert payload["n_best"][0]["answer"] == payload["answer"] and not payload["no_answer"]
+    assert set(payload["timings"]) >= {"clean", "tokenize", "model", "decode"}
+
+
+# ---- the model -------------------------------------------------------------------------
+
+
+def test_load_model_reads_a_checkpoint_directory_once(tmp_path):
+    tiny = tiny_loaded_model()
+    tiny.model.save_pretrained(tmp_path)
+    tiny.tokenizer.save_pretrained(tmp_path)
+    loaded = ui.load_model(str(tmp_path))
+    assert ui.load_model(str(tmp_path)) is loaded
+    assert (loaded.device, loaded.dtype, loaded.warning) == ("cpu", "float32", None)
+    assert loaded.num_layers == 2 and loaded.num_heads == 4 and loaded.block_size == 64
+    torch.testing.assert_close(loaded.slopes["beta"], tiny.slopes["beta"])
+
+
+def test_missing_checkpoints(tmp_path, monkeypatch):
+    with pytest.raises(ui.CheckpointError, match="no checkpoint"):
+        ui.load_model(str(tmp_path / "nowhere"))
+    # a missing default never stops the app: a random model with a warning stands in
+    monkeypatch.setattr(ui, "DEFAULT_CHECKPOINT", str(tmp_path / "littlebird-qa"))
+    fallback = ui.load_model(None)
+    assert "randomly initialised" in fallback.warning
+    assert fallback.tokenizer.convert_tokens_to_ids("[QUESTION]") == fallback.model.config.question_token_id
+
+
+def test_pick_device_prefers_a_gpu_in_half_precision(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
+    assert ui.pick_device() == (torch.device("cuda"), torch.float16)
+    monkeypatch.setenv("LITTLEBIRD_DEVICE", "cpu")
+    assert ui.pick_device() == (torch.device("cpu"), torch.float32)
+
+
+def test_build_demo_exposes_only_the_answer_api(settings):
+    demo = ui.build_demo(TEST_MODEL)
+    api = demo.get_api_info()
+    assert list(api["named_endpoints"]) == ["/answer"]
+    parameters = [p["parameter_name"] for p in api["named_endpoints"]["/answer"]["parameters"]]
+    assert parameters == ["document", "question"]
+    assert Path(ui.DEFAULT_CHECKPOINT).name == "littlebird-qa"
