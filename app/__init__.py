@@ -1,6 +1,8 @@
 """LittleBird QA app: from a URL, a file or pasted text to answer spans in the original text.
 
-Modules, one job each: `fetch` (URL -> RawDocument), `upload` (file or pasted text -> RawDocument),
-`clean` (RawDocument -> Document), `qa` (Document + question -> QAResult). Import them directly;
-this package imports nothing heavy so that `import app` stays cheap.
+Modules, one job each: `fetch` (URL -> RawDocument, with the SSRF guard), `upload` (file or
+pasted text -> RawDocument), `decode` (bytes -> text), `clean` (RawDocument -> Document),
+`language` (script ratio), `korean` and `answer_span` (tidy answer spans), `qa` (Document +
+question -> QAResult). Import them directly; this package imports nothing heavy so that
+`import app` stays cheap. Errors meant for the user are `app.errors.DocumentError`.
 """

@@ -41,7 +41,7 @@ _MARKDOWN_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
 _MARKDOWN_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
-@dataclass
+@dataclass(eq=False)  # identity equality: comparing the character maps elementwise is never meant
 class Document:
     """A cleaned document, ready for questions.
 

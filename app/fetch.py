@@ -12,7 +12,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 from app.decode import RawDocument, decode_bytes, looks_like_html
 from app.errors import DocumentError
@@ -21,7 +21,9 @@ MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
-_HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//)?")
+_HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# Schemes written without "//"; anything else before a colon is a host with a port ("example.org:8080").
+_OPAQUE_SCHEME = re.compile(r"^(javascript|data|mailto|file|about|blob|vbscript|tel|urn):", re.IGNORECASE)
 _CHUNK = 65536
 _HEADERS = {
     "User-Agent": "LittleBirdQA/0.1 (document question answering)",
@@ -48,7 +50,7 @@ def parse_url(url: str) -> _Target:
     url = (url or "").strip()
     if not url:
         raise DocumentError("Please enter the address of a web page.")
-    if not _HAS_SCHEME.match(url) or url.lower().startswith(("localhost:", "www.")):
+    if not _HAS_SCHEME.match(url) and not _OPAQUE_SCHEME.match(url):
         url = "https://" + url.lstrip("/")
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -63,9 +65,10 @@ def parse_url(url: str) -> _Target:
         raise DocumentError(f"The address {url!r} is not valid. Please check it.") from None
     if not host:
         raise DocumentError(f"The address {url!r} has no server name. Please check it.")
-    path = parts.path or "/"
+    # Typed addresses hold spaces and Hangul; the request line takes ASCII only.
+    path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
     if parts.query:
-        path += "?" + parts.query
+        path += "?" + quote(parts.query, safe="/?%:@!$&'()*+,;=-._~")
     return _Target(url=url, scheme=scheme, host=host, port=port, path=path)
 
 
@@ -145,10 +148,10 @@ def _request(target: _Target, addresses: list[str], deadline: float, timeout: fl
         try:
             conn.request("GET", target.path, headers=_HEADERS)
             return conn, conn.getresponse()
-        except (ConnectionRefusedError, ConnectionResetError, OSError) as error:
+        except OSError as error:
             conn.close()
             if isinstance(error, (TimeoutError, ssl.SSLError)):
-                raise
+                raise  # the server was reached: another address would not do better
             last_error = error
     raise last_error or OSError("no address")
 

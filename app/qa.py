@@ -241,8 +241,9 @@ def _run_model(model, input_ids, attention_mask, top_k: int, max_answer_length: 
                         attention_mask=attention_mask[first : first + batch_size].to(device),
                         top_k_starts=top_k, max_answer_length=max_answer_length)
             outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
-    return [torch.cat(parts).float().cpu().numpy() if i else torch.cat(parts).cpu().numpy()
-            for i, parts in enumerate(zip(*outputs))]
+    indices, start_logits, end_logits, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
+    # bf16 logits have no numpy type; float32 is exact for them.
+    return indices.numpy(), start_logits.float().numpy(), end_logits.float().numpy(), answerable.float().numpy()
 
 
 def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,

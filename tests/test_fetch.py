@@ -160,6 +160,10 @@ def test_redirect_to_a_local_page_is_followed(server):
 def test_address_without_scheme_means_https():
     target = parse_url("example.org/wiki/Page?x=1")
     assert (target.scheme, target.host, target.port, target.path) == ("https", "example.org", 443, "/wiki/Page?x=1")
+    target = parse_url("example.org:8080/a")
+    assert (target.scheme, target.host, target.port, target.path) == ("https", "example.org", 8080, "/a")
+    target = parse_url("https://한국어.example/위키 문서?q=세종")
+    assert (target.host, target.path) == ("xn--3e0bk47br7k.example", "/%EC%9C%84%ED%82%A4%20%EB%AC%B8%EC%84%9C?q=%EC%84%B8%EC%A2%85")
 
 
 # --- refusals with a sentence for the user -------------------------------------------------------

