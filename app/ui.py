@@ -688,13 +688,16 @@ def build_demo(
             plots = explore(summary, checkpoint, int(layer), int(head))
             return plots["block_map"], plots["answer"], plots["pack"], plots["curves"]
 
+        # "change" also covers typing in the sliders' number boxes; while a slider is dragged,
+        # always_last drops the intermediate values instead of queueing a redraw for each.
         gr.on(
-            [layer.release, head.release],
+            [layer.change, head.change],
             on_explore,
             [summary, active_checkpoint, layer, head],
             [block_map, answer_plot, pack_plot, curves_plot],
             api_visibility="private",
             show_progress="minimal",
+            trigger_mode="always_last",
         )
 
         def on_load(path):

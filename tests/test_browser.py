@@ -35,10 +35,29 @@ def page():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url, wait_until="domcontentloaded")
-        page.locator("#lb-question textarea").wait_for(timeout=30_000)
+        page.goto(url, wait_until="load")
+        for box in ("#lb-paste textarea", "#lb-question textarea"):
+            page.locator(box).wait_for(state="visible", timeout=30_000)
         yield page
         browser.close()
+
+
+def shown_document(page) -> str:
+    """The document view's current HTML ('' before the first answer)."""
+    return page.evaluate("() => document.querySelector('#lb-document .lb-doc')?.innerHTML ?? ''")
+
+
+def wait_for_new_answer(page, before: str) -> None:
+    """Wait until the document view differs from ``before`` and no output shows progress any more."""
+    page.wait_for_function(
+        """before => {
+            const view = document.querySelector('#lb-document .lb-doc');
+            const busy = document.querySelectorAll('[data-testid="status-tracker"]:not(.hide)').length;
+            return view !== null && view.innerHTML !== before && busy === 0;
+        }""",
+        arg=before,
+        timeout=ANSWER_TIMEOUT_MS,
+    )
 
 
 def paste_and_ask(page, document: str, question: str) -> None:
@@ -46,13 +65,9 @@ def paste_and_ask(page, document: str, question: str) -> None:
     page.locator("#lb-paste textarea").fill(document)
     box = page.locator("#lb-question textarea")
     box.fill(question)
-    page.evaluate("document.querySelector('#lb-document').dataset.before = document.querySelector('#lb-document').innerHTML.length")
+    before = shown_document(page)
     box.press("Enter")
-    page.wait_for_function(
-        "() => { const d = document.querySelector('#lb-document');"
-        " return d.querySelector('.lb-doc') && d.innerHTML.length != d.dataset.before; }",
-        timeout=ANSWER_TIMEOUT_MS,
-    )
+    wait_for_new_answer(page, before)
 
 
 def test_document_html_is_shown_as_text_never_run(page):
@@ -66,6 +81,25 @@ def test_document_html_is_shown_as_text_never_run(page):
     assert '<img src=x onerror="window.__pwned = 1">' in shown and "<script>" in shown
     assert page.locator("#lb-document img, #lb-document svg, #lb-document script").count() == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def test_example_menu_pastes_the_document_and_suggests_questions(page):
+    example = find_example("ko-jikji")
+    page.locator("#lb-example input").click()
+    page.get_by_role("option", name=example.label).click()
+    suggestions = page.locator("#lb-suggestions label")
+    suggestions.first.wait_for(timeout=10_000)
+    assert suggestions.all_inner_texts() == [q.question for q in example.questions]
+    assert page.locator("#lb-paste textarea").input_value() == example.read_html()
+
+    suggestions.nth(1).click()
+    page.wait_for_function(
+        "q => document.querySelector('#lb-question textarea').value === q", arg=example.questions[1].question
+    )
+    before = shown_document(page)
+    page.locator("#lb-ask").click()
+    wait_for_new_answer(page, before)
+    assert "흥덕사" in page.locator("#lb-document .lb-doc").inner_text()
 
 
 def test_paste_example_ask_and_explore(page, tmp_path):
@@ -96,6 +130,14 @@ def test_paste_example_ask_and_explore(page, tmp_path):
         page.locator(f"#lb-plot-{plot} .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
     assert page.locator("#lb-plot-blocks .heatmaplayer image, #lb-plot-blocks .hm image").count() >= 1
     assert page.locator("#lb-plot-answer .heatmaplayer image, #lb-plot-answer .hm image").count() >= 1
+
+    # picking another head redraws the per-head plots
+    head = page.locator("#lb-head input[type=number]")
+    head.fill("3")
+    head.press("Enter")
+    page.wait_for_function(
+        "() => document.querySelector('#lb-plot-blocks .gtitle')?.textContent.endsWith('layer 0 head 3')", timeout=30_000
+    )
 
     shot = tmp_path / "littlebird-qa.png"
     page.screenshot(path=str(shot), full_page=True)

@@ -1,0 +1,59 @@
+"""The public /answer endpoint through gradio_client, against the app served on loopback."""
+
+from __future__ import annotations
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+from tests.ui_support import served_app
+
+DOCUMENT = (
+    "<h1>International Space Station</h1>"
+    "<p>Assembly began on 20 November 1998, when a Proton rocket launched the first module, Zarya.</p>"
+    "<p>The first resident crew, Expedition 1, arrived on 2 November 2000.</p>"
+)
+
+
+@pytest.fixture(scope="module")
+def client() -> Client:
+    return Client(served_app(), verbose=False)
+
+
+def test_answer_returns_the_answer_score_offsets_and_n_best_as_json(client):
+    result = client.predict(DOCUMENT, "When was Zarya launched?", api_name="/answer")
+    assert isinstance(result, dict)
+    assert result["answer"] == result["text"][result["start"] : result["end"]]
+    assert isinstance(result["score"], float) and 0.0 < result["probability"] <= 1.0
+    assert result["no_answer"] is False and 0.0 <= result["answerable_probability"] <= 1.0
+    assert 1 <= len(result["n_best"]) <= 5
+    for candidate in result["n_best"]:
+        assert set(candidate) == {"answer", "score", "probability", "start", "end"}
+        assert result["text"][candidate["start"] : candidate["end"]] == candidate["answer"]
+    assert result["n_tokens"] > 0 and result["n_windows"] == 1 and result["device"] == "cpu"
+
+
+def test_answer_takes_a_url(client, tmp_path):
+    import functools
+    import http.server
+    import threading
+
+    (tmp_path / "iss.html").write_text(DOCUMENT, encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = client.predict(f"http://127.0.0.1:{server.server_port}/iss.html", "Who arrived in 2000?", api_name="/answer")
+    finally:
+        server.shutdown()
+    assert "Expedition 1" in result["text"] and result["answer"]
+
+
+def test_a_bad_document_gives_the_user_facing_message(client):
+    with pytest.raises(AppError, match="pasted text is empty"):
+        client.predict("   ", "Anything?", api_name="/answer")
+
+
+def test_only_the_answer_endpoint_is_public(client):
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert list(endpoints) == ["/answer"]
