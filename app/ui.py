@@ -588,7 +588,7 @@ def build_demo(
         warning = gr.Markdown(f"⚠️ {loaded.warning}" if loaded.warning else "", visible=bool(loaded.warning), elem_id="lb-warning")
         source = gr.State("paste")
         active_checkpoint = gr.State(checkpoint)
-        summary = gr.State(None)
+        summary = gr.State(None, time_to_live=1800)  # ~12 MB for a 16K-token window: let idle sessions drop it
 
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):

@@ -6,7 +6,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from tests.ui_support import served_app
+from tests.ui_support import serve_directory, served_app
 
 DOCUMENT = (
     "<h1>International Space Station</h1>"
@@ -34,18 +34,9 @@ def test_answer_returns_the_answer_score_offsets_and_n_best_as_json(client):
 
 
 def test_answer_takes_a_url(client, tmp_path):
-    import functools
-    import http.server
-    import threading
-
     (tmp_path / "iss.html").write_text(DOCUMENT, encoding="utf-8")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        result = client.predict(f"http://127.0.0.1:{server.server_port}/iss.html", "Who arrived in 2000?", api_name="/answer")
-    finally:
-        server.shutdown()
+    with serve_directory(tmp_path) as base:
+        result = client.predict(f"{base}/iss.html", "Who arrived in 2000?", api_name="/answer")
     assert "Expedition 1" in result["text"] and result["answer"]
 
 

@@ -1,45 +1,23 @@
-"""The explorer's reductions and figures, on synthetic attention tensors of the model's shapes."""
+"""The explorer's reductions and figures, on the model's attention record filled with synthetic weights."""
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
 
 from app import figures
+from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows
 S = 4  # pack slots
 
 
-@dataclass
-class FakeAttentions:
-    """Stands in for ``LittleBirdAttentions``: same tensor names and shapes."""
-
-    local: torch.Tensor  # (1, h, nb, b, 3b)
-    global_: torch.Tensor  # (1, h, nb, b, b)
-    packed: torch.Tensor  # (1, h, nb, b, s)
-    pack: torch.Tensor  # (1, h, s, n_padded)
-
-    def block_map(self) -> torch.Tensor:
-        """(1, h, nb, nb): per query block, weight per key block, averaged over its queries."""
-        _, h, nb, b, _ = self.local.shape
-        out = torch.zeros(1, h, nb, nb + 2)
-        per_neighbour = self.local.reshape(1, h, nb, b, 3, b).sum(-1).mean(3)  # (1, h, nb, 3)
-        for k in range(3):
-            out[:, :, torch.arange(nb), torch.arange(nb) + k] += per_neighbour[..., k]
-        out = out[..., 1 : nb + 1]
-        out[..., 0] += self.global_.sum(-1).mean(-1)
-        return out
-
-
-def fake_layer(n: int, heads: int, seed: int) -> FakeAttentions:
-    """Random attention that is a proper distribution over the keys each query may see."""
+def fake_layer(n: int, heads: int, seed: int) -> LittleBirdAttentions:
+    """The model's attention record, filled with a random distribution over the keys each query may see."""
     g = torch.Generator().manual_seed(seed)
     nb = math.ceil(n / B)
     scores = torch.rand(1, heads, nb, B, 3 * B + B + S, generator=g)
@@ -50,7 +28,10 @@ def fake_layer(n: int, heads: int, seed: int) -> FakeAttentions:
     weights = torch.where(allowed, scores, torch.zeros(())).div_(0.2).exp_() * allowed
     weights = weights / weights.sum(-1, keepdim=True)
     pack = torch.rand(1, heads, S, nb * B, generator=g).softmax(-1)
-    return FakeAttentions(weights[..., : 3 * B], weights[..., 3 * B : 4 * B], weights[..., 4 * B :], pack)
+    query_valid = (torch.arange(nb * B) < n).view(1, nb, B)
+    weights = weights * query_valid[:, None, :, :, None]  # padding queries attend nowhere
+    local, global_, packed = weights[..., : 3 * B], weights[..., 3 * B : 4 * B], weights[..., 4 * B :]
+    return LittleBirdAttentions(local=local, global_=global_, packed=packed, pack=pack, query_valid=query_valid)
 
 
 def offsets_for(n: int, question_tokens: int) -> list[tuple[int, int] | None]:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from app.examples import find_example, load_examples
 from app.qa import Answer, QAResult
 from app.upload import read_upload
 from tests.qa_factories import qa_tokenizer
-from tests.ui_support import TEST_MODEL, tiny_loaded_model
+from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
 
 SHORT_DOCUMENT = (
     "<h1>Jikji</h1><p>Jikji was printed with movable metal type at Heungdeoksa temple in 1377.</p>"
@@ -126,16 +123,11 @@ def test_read_document_from_upload_and_url(tmp_path):
     path.write_text(SHORT_DOCUMENT, encoding="utf-8")
     assert "Heungdeoksa" in ui.read_document("upload", upload=str(path)).text
 
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/jikji.html"
+    with serve_directory(tmp_path) as base:
+        url = f"{base}/jikji.html"
         assert "Heungdeoksa" in ui.read_document("url", url=url, allow_local=True).text
         with pytest.raises(DocumentError):  # loopback is refused unless asked for
             ui.read_document("url", url=url.replace("jikji", "other"))
-    finally:
-        server.shutdown()
 
 
 @pytest.mark.parametrize(

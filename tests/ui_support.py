@@ -7,9 +7,14 @@ tokenizer (about 8 s to build) are built once per pytest process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import copy
 import functools
+import http.server
 import socket
+import threading
+from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -48,3 +53,16 @@ def served_app() -> str:
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, ssr_mode=False)
     atexit.register(demo.close)
     return demo.local_url
+
+
+@contextlib.contextmanager
+def serve_directory(directory: Path) -> Iterator[str]:
+    """Serve ``directory`` over HTTP on 127.0.0.1 for the duration of the block; yields its base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
