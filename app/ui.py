@@ -208,13 +208,28 @@ def _gpu_task(fn: Callable) -> Callable:
 
 
 @_gpu_task
-def run_qa(document: Document, question: str, loaded: LoadedModel, settings: "Settings") -> QAResult:
-    """``answer_question`` with the UI's settings: the one step that needs the accelerator."""
-    return answer_question(
+def run_qa(
+    document: Document, question: str, loaded: LoadedModel, settings: "Settings"
+) -> tuple[QAResult, figures.AttentionSummary | None]:
+    """``answer_question`` with the UI's settings, and the explorer's summary of its attention.
+
+    The one step that needs the accelerator. It returns only CPU data (the raw attention
+    is reduced here and dropped), because on ZeroGPU this runs in a worker process whose
+    result is sent back to the app; reducing early also frees the weights at once.
+    """
+    result = answer_question(
         document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
         stride=max(1, settings.max_length // 2), n_best=settings.n_best,
         no_answer_threshold=settings.no_answer_threshold, output_attentions=settings.explore,
     )  # fmt: skip
+    if result.attention is None:
+        return result, None
+    clock = time.perf_counter()
+    best = (result.answers[0].start, result.answers[0].end) if result.answers else None
+    summary = figures.summarize_window(result.attention, text=document.text, answer_span=best, block_size=loaded.block_size)
+    result.attention = None
+    result.timings["attention"] = result.timings.get("attention", 0.0) + time.perf_counter() - clock
+    return result, summary
 
 
 # ----------------------------------------------------------------------------------
@@ -248,7 +263,15 @@ _DOCUMENTS_KEPT = 16
 _URL_SECONDS = 600.0  # a fetched page is reused for this long, then fetched again
 
 
-def read_document(source: str, *, pasted: str = "", url: str = "", upload: str | None = None, allow_local: bool = False) -> Document:
+def read_document(
+    source: str,
+    *,
+    pasted: str = "",
+    url: str = "",
+    upload: str | None = None,
+    allow_local: bool = False,
+    report: Report = _silent,
+) -> Document:
     """Fetch, read or take the pasted document for ``source`` ("paste", "url" or "upload"), cleaned.
 
     The cleaned Document is cached, so asking a second question about the same text,
@@ -274,12 +297,14 @@ def read_document(source: str, *, pasted: str = "", url: str = "", upload: str |
         if cached and (source != "url" or time.monotonic() - cached[0] < _URL_SECONDS):
             _documents.move_to_end(key)
             return _reused(cached[1])
+    report(0.0, "Fetching the page" if source == "url" else "Reading the document")
     if source == "url":
         raw = fetch_document(url, allow_local=allow_local)
     elif source == "upload":
         raw = read_upload(upload)
     else:
         raw = read_pasted_text(pasted)
+    report(0.15, "Cleaning the document")
     document = clean_document(raw)
     with _documents_lock:
         _documents[key] = (time.monotonic(), document)
@@ -335,18 +360,13 @@ def ask(
     cleaning, the model, the plots. Raises DocumentError or CheckpointError, whose text is
     for the user.
     """
-    report(0.0, "Fetching the page" if source == "url" else "Reading the document")
-    document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local)
+    document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report)
     report(0.25, "Loading the model")
     loaded = load_model(settings.checkpoint)
-    report(0.35, f"Running the model on {loaded.device}")
-    result = run_qa(document, question, loaded, settings)
-    report(0.8, "Drawing the plots")
+    report(0.3, f"Running the model on {loaded.device}" + (" and collecting its attention" if settings.explore else ""))
+    result, summary = run_qa(document, question, loaded, settings)
+    report(0.85, "Drawing the plots")
     clock = time.perf_counter()
-    summary = None
-    if result.attention is not None:
-        best = (result.answers[0].start, result.answers[0].end) if result.answers else None
-        summary = figures.summarize_window(result.attention, text=document.text, answer_span=best, block_size=loaded.block_size)
     plots = figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
     plot_seconds = time.perf_counter() - clock
     report(1.0, "Done")

@@ -157,12 +157,14 @@ def test_unknown_source_and_bad_settings_are_rejected():
 def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     reports = []
     view = ui.ask(
-        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT, layer=1, head=3,
+        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>", layer=1, head=3,
         report=lambda fraction, message: reports.append((fraction, message)),
     )  # fmt: skip
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any("model" in m for _, m in reports) and any("plots" in m for _, m in reports)
+    for stage in ("Reading", "Cleaning", "model", "plots"):
+        assert any(stage in message for _, message in reports), stage
+    assert view.result.attention is None and "attention" in view.result.timings  # reduced, then dropped
 
     best = view.result.answers[0]
     assert view.document.text[best.start : best.end] == best.text
