@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import itertools
 import os
 import re
 import threading
@@ -18,7 +19,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -437,7 +439,7 @@ def highlight_document(text: str, result: QAResult | None) -> str:
     bounds = sorted({0, len(text), *(p for a in answers for p in (a.start, a.end) if 0 <= p <= len(text))})
     pieces, anchored = [], False
     best_class = "lb-best-weak" if result is not None and result.no_answer else "lb-best"
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in itertools.pairwise(bounds):
         chunk = html.escape(text[start:end])
         ranks = [r for r, a in enumerate(answers) if a.start <= start and end <= a.end]
         if not ranks:

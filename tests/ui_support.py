@@ -14,7 +14,7 @@ import http.server
 import socket
 import threading
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 
