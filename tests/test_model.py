@@ -131,7 +131,7 @@ def test_qa_head_trains_and_decodes_consistently():
     out = model(ids, start_positions=starts, end_positions=ends)
     assert out.loss.isfinite()
     out.loss.backward()
-    for name in ("qa_head.start.weight", "qa_head.end_dense.weight", "qa_head.answerable.weight",
+    for name in ("qa_head.start.weight", "qa_head.end_dense_start.weight", "qa_head.end_dense_token.weight", "qa_head.answerable.weight",
                  "littlebird.encoder.layer.0.bialibi.beta", "littlebird.encoder.layer.1.bialibi.alpha",
                  "littlebird.encoder.pack_embeddings"):
         assert model.get_parameter(name).grad.abs().sum() > 0, name
