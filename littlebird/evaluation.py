@@ -1,0 +1,261 @@
+"""Score an extractive QA model on any SQuAD-format file: EM and F1, by context length, latency.
+
+    python -m littlebird.evaluation --model assets/littlebird-qa --data dev-en-article.json
+
+English questions are scored with the official SQuAD v1.1 normalisation (lower case, no
+punctuation, no articles, token F1); Korean ones (any Hangul in the question, or ``--language``)
+with KorQuAD's (character F1 on whitespace-free strings). Scores come overall and per context
+length in document tokens (<=512, 512-2K, 2K-4K, 4K-8K, >8K); latency is the wall time per
+question from raw text to answer (tokenization, windows, model, decoding) on this machine.
+
+``--model`` is a LittleBird folder (``config.json``) or a teacher folder (``teacher_config.json``),
+which reads at most 512 tokens at a time, so long contexts go through more windows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import string
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+LENGTH_BUCKETS = ((512, "<=512"), (2048, "512-2K"), (4096, "2K-4K"), (8192, "4K-8K"), (float("inf"), ">8K"))
+_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+
+
+# --------------------------------------------------------------------------- metrics
+def normalize_squad(text: str) -> str:
+    """SQuAD v1.1's ``normalize_answer``: lower case, drop punctuation and a/an/the, squeeze spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def normalize_korquad(text: str) -> str:
+    """KorQuAD 1.0's ``normalize_answer``: quotes and brackets to spaces, lower case, no punctuation."""
+    text = re.sub(r"['\"《》<>〈〉()‘’]", " ", text)
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    return " ".join(text.split())
+
+
+def _f1(prediction: list[str], truth: list[str]) -> float:
+    common = sum((Counter(prediction) & Counter(truth)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(prediction), common / len(truth)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad_scores(prediction: str, truth: str) -> tuple[float, float]:
+    """(EM, F1) of one answer, SQuAD v1.1 style (F1 over whitespace tokens)."""
+    p, t = normalize_squad(prediction), normalize_squad(truth)
+    return float(p == t), _f1(p.split(), t.split())
+
+
+def korquad_scores(prediction: str, truth: str) -> tuple[float, float]:
+    """(EM, F1) of one answer, KorQuAD style (F1 over the characters of the whitespace-free string)."""
+    p, t = normalize_korquad(prediction), normalize_korquad(truth)
+    return float(p == t), _f1(list(p.replace(" ", "")), list(t.replace(" ", "")))
+
+
+def detect_language(text: str) -> str:
+    return "ko" if _HANGUL.search(text) else "en"
+
+
+def best_scores(prediction: str, answers: list[str], language: str) -> tuple[float, float]:
+    """Max EM and max F1 over the gold answers, with the language's normalisation."""
+    score = korquad_scores if language == "ko" else squad_scores
+    pairs = [score(prediction, answer) for answer in answers] or [(0.0, 0.0)]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
+def length_bucket(n_tokens: int) -> str:
+    return next(name for limit, name in LENGTH_BUCKETS if n_tokens <= limit)
+
+
+# --------------------------------------------------------------------------- reading answers
+@dataclass
+class Prediction:
+    id: str
+    question: str
+    prediction: str
+    answers: list[str]
+    language: str
+    n_tokens: int
+    n_windows: int
+    seconds: float
+    em: float = 0.0
+    f1: float = 0.0
+
+
+def load_model(path: str | Path):
+    """A LittleBird (compact or full) or teacher folder -> (model, default max_length, default stride)."""
+    path = Path(path)
+    from .training.teacher import TEACHER_CONFIG, load_teacher
+
+    if (path / TEACHER_CONFIG).exists():
+        return load_teacher(path), 256, 128
+    from .checkpoint import load_qa_model
+
+    return load_qa_model(path), 8192, 4096
+
+
+@torch.inference_mode()
+def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int, stride: int,
+                   max_answer_length: int = 30, top_k: int = 5, batch_size: int = 4) -> tuple[str, int, int]:
+    """Best span of ``context`` for ``question`` over all windows -> (text, document tokens, windows)."""
+    from .training.data import question_prefix, special_ids, window_starts
+
+    ids = special_ids(tokenizer)
+    encoding = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    doc_ids, offsets = encoding["input_ids"], encoding["offset_mapping"]
+    if not doc_ids:
+        return "", 0, 0
+    question_ids = tokenizer(question, add_special_tokens=False, verbose=False)["input_ids"]
+    prefix = question_prefix(question_ids[: min(64, max_length // 4)], ids)
+    capacity = max_length - len(prefix)
+    starts = window_starts(len(doc_ids), capacity, stride)
+    best = (float("-inf"), 0, 0)
+    for first in range(0, len(starts), batch_size):
+        chunk = starts[first : first + batch_size]
+        length = len(prefix) + min(capacity, len(doc_ids))
+        input_ids = torch.full((len(chunk), length), ids["pad"], dtype=torch.long)
+        mask = torch.zeros_like(input_ids)
+        for row, start in enumerate(chunk):
+            piece = doc_ids[start : start + capacity]
+            input_ids[row, : len(prefix)] = torch.as_tensor(prefix)
+            input_ids[row, len(prefix) : len(prefix) + len(piece)] = torch.as_tensor(piece)
+            mask[row, : len(prefix) + len(piece)] = 1
+        out = model(input_ids=input_ids, attention_mask=mask, top_k_starts=top_k, max_answer_length=max_answer_length)
+        scores = out.top_start_logits.float().unsqueeze(-1) + out.top_end_logits.float()  # (W, k, L)
+        in_document = out.top_start_indices >= len(prefix)  # never answer inside the question
+        scores = scores.masked_fill(~in_document.unsqueeze(-1), float("-inf"))
+        for row, start in enumerate(chunk):
+            flat = scores[row].flatten()
+            value, index = flat.max(dim=0)
+            if value.item() > best[0]:
+                k, offset = divmod(index.item(), scores.shape[-1])
+                token = out.top_start_indices[row, k].item() - len(prefix) + start
+                best = (value.item(), token, token + offset)
+    _, first_token, last_token = best
+    last_token = min(last_token, len(doc_ids) - 1)
+    text = context[offsets[first_token][0] : offsets[last_token][1]].strip()
+    return text, len(doc_ids), len(starts)
+
+
+def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "auto", max_questions: int | None = None,
+                  max_length: int, stride: int, max_answer_length: int = 30,
+                  progress=None) -> list[Prediction]:
+    """Answer (at most ``max_questions``, in file order) questions of a SQuAD file and score each."""
+    from .training.data import read_squad
+
+    predictions = []
+    for article in read_squad(data_path):
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if max_questions is not None and len(predictions) >= max_questions:
+                    return predictions
+                started = time.perf_counter()
+                text, n_tokens, n_windows = predict_answer(model, tokenizer, qa["question"], paragraph["context"],
+                                                           max_length=max_length, stride=stride,
+                                                           max_answer_length=max_answer_length)
+                seconds = time.perf_counter() - started
+                lang = detect_language(qa["question"]) if language == "auto" else language
+                answers = [a["text"] for a in qa["answers"]]
+                em, f1 = best_scores(text, answers, lang)
+                predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, n_tokens, n_windows,
+                                              seconds, em, f1))
+                if progress is not None:
+                    progress(len(predictions))
+    return predictions
+
+
+def summarize(predictions: list[Prediction]) -> dict:
+    """EM/F1 (percent) overall, per language and per length bucket; latency statistics (seconds)."""
+
+    def scores(rows):
+        return {"n": len(rows), "em": 100 * statistics.fmean(r.em for r in rows),
+                "f1": 100 * statistics.fmean(r.f1 for r in rows)}
+
+    summary = {"overall": scores(predictions) if predictions else {"n": 0}, "by_language": {}, "by_length": {}}
+    for lang in sorted({p.language for p in predictions}):
+        summary["by_language"][lang] = scores([p for p in predictions if p.language == lang])
+    for _, name in LENGTH_BUCKETS:
+        rows = [p for p in predictions if length_bucket(p.n_tokens) == name]
+        if rows:
+            summary["by_length"][name] = scores(rows)
+    if predictions:
+        seconds = sorted(p.seconds for p in predictions)
+        summary["latency_seconds"] = {"mean": statistics.fmean(seconds), "p50": seconds[len(seconds) // 2],
+                                      "p90": seconds[min(len(seconds) - 1, int(0.9 * len(seconds)))],
+                                      "threads": torch.get_num_threads()}
+        summary["mean_tokens"] = statistics.fmean(p.n_tokens for p in predictions)
+        summary["mean_windows"] = statistics.fmean(p.n_windows for p in predictions)
+    return summary
+
+
+def format_summary(summary: dict, title: str) -> str:
+    """The table the CLI prints."""
+    lines = [title, f"{'':12} {'n':>5} {'EM':>6} {'F1':>6}"]
+
+    def row(name, s):
+        lines.append(f"{name:12} {s['n']:>5} {s['em']:6.1f} {s['f1']:6.1f}")
+
+    if summary["overall"]["n"]:
+        row("overall", summary["overall"])
+        for name, s in summary["by_language"].items():
+            row(f"lang {name}", s)
+        for name, s in summary["by_length"].items():
+            row(f"len {name}", s)
+        lat = summary["latency_seconds"]
+        lines.append(f"latency per question: mean {lat['mean']:.3f} s, p50 {lat['p50']:.3f} s, p90 {lat['p90']:.3f} s "
+                     f"({lat['threads']} threads); mean {summary['mean_tokens']:.0f} document tokens, "
+                     f"{summary['mean_windows']:.1f} windows")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="LittleBird or teacher folder")
+    parser.add_argument("--data", required=True, help="SQuAD-format JSON (.json or .json.gz)")
+    parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
+    parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")
+    parser.add_argument("--max-length", type=int, default=None, help="window length (default: 8192 LittleBird, 256 teacher)")
+    parser.add_argument("--stride", type=int, default=None, help="distance between windows (default: half the window)")
+    parser.add_argument("--max-answer-length", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
+    args = parser.parse_args(argv)
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from .checkpoint import load_tokenizer
+
+    model, max_length, stride = load_model(args.model)
+    tokenizer = load_tokenizer()
+    max_length = args.max_length or max_length
+    stride = args.stride or (max_length // 2 if args.max_length else stride)
+    predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
+                                max_length=max_length, stride=stride, max_answer_length=args.max_answer_length)
+    summary = summarize(predictions)
+    summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride})
+    print(format_summary(summary, f"model {args.model} | data {args.data} | window {max_length}, stride {stride}"))
+    sys.stdout.flush()
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps({"summary": summary, "predictions": [asdict(p) for p in predictions]},
+                                                ensure_ascii=False, indent=1))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

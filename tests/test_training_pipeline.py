@@ -1,0 +1,104 @@
+"""The whole recipe at toy scale: teacher, distillation, long-context stage, export, evaluation CLI."""
+
+import json
+
+import pytest
+import torch
+
+from littlebird.checkpoint import load_qa_model
+from littlebird.evaluation import main as evaluate
+from littlebird.training import distill, export, long_context, teacher
+from littlebird.training.data import write_dev_files
+from littlebird.training.loop import LOG_FILE, MODEL_DIR, STATE_FILE
+from tests.training_toys import write_tiny_bert, write_toy_data
+
+COMMON = ["--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1", "--lr", "1e-3"]
+
+
+@pytest.fixture(scope="module")
+def recipe(tmp_path_factory):
+    """Runs every stage once, two optimizer steps each; returns the folders."""
+    root = tmp_path_factory.mktemp("recipe")
+    data = write_toy_data(root / "data")
+    source = write_tiny_bert(root / "tiny-bert")
+    runs = root / "runs"
+    teacher.main(["--source", str(source), "--data-dir", str(data), "--output-dir", str(runs / "teacher"),
+                  "--max-steps", "2", "--max-length", "48", "--doc-stride", "16", *COMMON])
+    distill.main(["--teacher-dir", str(runs / "teacher" / MODEL_DIR), "--data-dir", str(data),
+                  "--output-dir", str(runs / "distill"), "--num-layers", "1", "--block-size", "8", "--pack-size", "4",
+                  "--max-length", "48", "--pi-probability", "1.0", "--max-steps", "2", *COMMON])
+    long_context.main(["--student-dir", str(runs / "distill" / MODEL_DIR), "--data-dir", str(data),
+                       "--output-dir", str(runs / "long"), "--max-length", "96", "--max-steps", "2", *COMMON])
+    export.main(["--student-dir", str(runs / "long" / MODEL_DIR), "--output-dir", str(root / "assets")])
+    dev = write_dev_files(data, root / "dev", dev_fraction=0.5, ko_passages_per_document=3)
+    return {"root": root, "runs": runs, "dev": dev, "data": data, "source": source, "assets": root / "assets"}
+
+
+def log_lines(run_dir):
+    return (run_dir / LOG_FILE).read_text().splitlines()
+
+
+def test_every_stage_trains_logs_and_saves(recipe):
+    for stage in ("teacher", "distill", "long"):
+        run_dir = recipe["runs"] / stage
+        lines = log_lines(run_dir)
+        assert any("step 2/2" in line for line in lines), stage
+        assert (run_dir / STATE_FILE).exists() and (run_dir / MODEL_DIR).is_dir()
+    distill_log = "\n".join(log_lines(recipe["runs"] / "distill"))
+    assert "soft" in distill_log and "attention" in distill_log and "hard" in distill_log
+
+
+def test_student_is_a_converted_littlebird_with_the_teachers_head(recipe):
+    student = load_qa_model(recipe["runs"] / "distill" / MODEL_DIR)
+    assert student.config.model_type == "littlebird" and student.config.num_hidden_layers == 1
+    assert student.config.source_layers == [0]
+    trained_teacher = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    # word embeddings are frozen through both stages
+    torch.testing.assert_close(student.get_input_embeddings().weight[:1000],
+                               trained_teacher.bert.embeddings.word_embeddings.weight[:1000])
+
+
+def test_exported_checkpoint_answers_with_the_pipeline_input_format(recipe):
+    model = load_qa_model(recipe["assets"])
+    assert (recipe["assets"] / "config.json").exists()
+    ids = torch.tensor([[0, model.config.question_token_id, 100, 200, 2, 300, 400, 500]])
+    with torch.no_grad():
+        out = model(ids)
+    assert out.top_start_indices.shape == (1, 5)
+
+
+def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
+    run_dir = tmp_path / "teacher"
+    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+            "--max-length", "48", "--doc-stride", "16", *COMMON]
+    teacher.main([*args, "--max-steps", "1"])
+    first = torch.load(run_dir / STATE_FILE, weights_only=False)["step"]
+    teacher.main([*args, "--max-steps", "2"])
+    lines = log_lines(run_dir)
+    assert first == 1 and any("resumed from" in line and "at step 1" in line for line in lines)
+    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 2
+
+
+def test_time_box_stops_and_saves(recipe, tmp_path):
+    run_dir = tmp_path / "boxed"
+    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+                  "--max-length", "48", "--max-steps", "50", "--max-minutes", "0", *COMMON])
+    assert any("time is up" in line for line in log_lines(run_dir))
+    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 1
+    assert (run_dir / MODEL_DIR).is_dir()
+
+
+@pytest.mark.parametrize("setting", ["paragraph", "article"])
+def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
+    for model_dir in (recipe["assets"], recipe["runs"] / "teacher" / MODEL_DIR):
+        for language in ("en", "ko"):
+            data = recipe["dev"][f"dev-{language}-{setting}"]
+            output = recipe["root"] / f"eval-{setting}-{language}.json"
+            summary = evaluate(["--model", str(model_dir), "--data", str(data), "--output", str(output)])
+            assert summary["overall"]["n"] == sum(1 for _ in json.loads(output.read_text())["predictions"]) > 0
+            assert set(summary["by_language"]) == {language}
+            assert 0 <= summary["overall"]["f1"] <= 100 and summary["latency_seconds"]["mean"] > 0
+            context_text = data.read_text()
+            for row in json.loads(output.read_text())["predictions"]:
+                assert json.dumps(row["prediction"], ensure_ascii=False)[1:-1] in context_text
+    assert "latency per question" in capsys.readouterr().out
