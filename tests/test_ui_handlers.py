@@ -216,6 +216,13 @@ def test_load_model_reads_a_checkpoint_directory_once(tmp_path):
     torch.testing.assert_close(loaded.slopes["beta"], tiny.slopes["beta"])
 
 
+def test_a_checkpoint_without_tokenizer_files_gets_the_e5_tokenizer(tmp_path):
+    tiny_loaded_model().model.save_pretrained(tmp_path)  # as compact checkpoints are saved
+    tokenizer = ui.load_model(str(tmp_path)).tokenizer
+    assert tokenizer("훈민정음")["input_ids"] == qa_tokenizer()("훈민정음")["input_ids"]
+    assert tokenizer.convert_tokens_to_ids("[QUESTION]") == qa_tokenizer().convert_tokens_to_ids("[QUESTION]")
+
+
 def test_missing_checkpoints(tmp_path, monkeypatch):
     with pytest.raises(ui.CheckpointError, match="no checkpoint"):
         ui.load_model(str(tmp_path / "nowhere"))
