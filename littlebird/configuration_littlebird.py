@@ -41,7 +41,7 @@ class LittleBirdConfig(PreTrainedConfig):
         block_size=64,
         pack_size=64,
         attention_backend="blocked",
-        query_chunk_tokens=4096,
+        query_chunk_tokens=1024,
         max_answer_length=30,
         top_k_starts=5,
         question_token_id=None,

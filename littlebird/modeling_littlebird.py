@@ -257,7 +257,9 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     s = packed_k.shape[2]
     q = q * (1.0 / math.sqrt(d))
     k_window, v_window = _windows(k, b), _windows(v, b)  # (B, h, nb, 3b, d)
-    k_first, v_first = k[:, :, :b], v[:, :, :b]  # (B, h, b, d): the global block
+    # The keys every query sees: s packed vectors and the global block, read by one product.
+    k_shared = torch.cat([packed_k, k[:, :, :b]], dim=2)  # (B, h, s + b, d)
+    v_shared = torch.cat([packed_v, v[:, :, :b]], dim=2)
     pack_bias = bialibi.pack_bias(b).to(q.dtype).view(1, h, 1, 1, 1)
 
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
@@ -268,22 +270,21 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         geo = geometry.chunk(start, end)
         q_rows = q[:, :, start * b : end * b]  # (B, h, m b, d)
         q_blocks = q_rows.reshape(B, h, m, b, d)
-        scores_packed = (q_rows @ packed_k.transpose(-1, -2)).view(B, h, m, b, s) - pack_bias
-        scores_global = (q_rows @ k_first.transpose(-1, -2)).view(B, h, m, b, b)
-        scores_global = bialibi.subtract_distance_bias_(scores_global, *geo.global_).add_(geo.global_mask)
+        scores_shared = (q_rows @ k_shared.transpose(-1, -2)).view(B, h, m, b, s + b)
+        scores_shared[..., :s].sub_(pack_bias)  # D_P
+        bialibi.subtract_distance_bias_(scores_shared[..., s:], *geo.global_).add_(geo.global_mask)  # D, block 0
         scores_local = q_blocks @ k_window[:, :, start:end].transpose(-1, -2)  # (B, h, m, b, 3b)
         scores_local = bialibi.subtract_distance_bias_(scores_local, *geo.local).add_(geo.local_mask)
-        scores = torch.cat([scores_packed, scores_global, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
+        scores = torch.cat([scores_shared, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
         # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
         probs = torch.softmax(scores, dim=-1)
         if output_attentions:
             weights.append(probs)
         if dropout_p:
             probs = F.dropout(probs, p=dropout_p)
-        p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
+        p_shared, p_local = probs.split([s + b, 3 * b], dim=-1)
         out = p_local @ v_window[:, :, start:end]  # (B, h, m, b, d)
-        out = out.view(B, h, m * b, d).add_(p_packed.reshape(B, h, m * b, s) @ packed_v)
-        out = out.add_(p_global.reshape(B, h, m * b, b) @ v_first)
+        out = out.view(B, h, m * b, d).add_(p_shared.reshape(B, h, m * b, s + b) @ v_shared)
         outputs.append(out)
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
