@@ -8,6 +8,7 @@ ends conditioned on each start; spans from all windows are merged in the shown t
 """
 
 import math
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class EncodedDocument:
 
 
 _encoded_cache: "OrderedDict[tuple, EncodedDocument]" = OrderedDict()
+_encoded_cache_lock = threading.Lock()  # the app answers several questions at once
 
 
 def token_spans_in_text(offsets: np.ndarray, model_text: str, model_to_text: np.ndarray) -> np.ndarray:
@@ -112,18 +114,20 @@ def encode_document(document: Document, tokenizer) -> EncodedDocument:
     # Equal model texts can come from different shown texts ("# a" and "a" both give "<h1> a"
     # or "<p> a"), so the key holds everything the spans depend on.
     key = (id(tokenizer), document.model_text, document.text, hash(np.asarray(document.model_to_text).tobytes()))
-    cached = _encoded_cache.get(key)
-    if cached is not None:
-        _encoded_cache.move_to_end(key)
-        return cached
+    with _encoded_cache_lock:
+        cached = _encoded_cache.get(key)
+        if cached is not None:
+            _encoded_cache.move_to_end(key)
+            return cached
     encoding = tokenizer(document.model_text, add_special_tokens=False, return_offsets_mapping=True,
                          return_attention_mask=False, verbose=False)
     input_ids = np.asarray(encoding["input_ids"], dtype=np.int64)
     offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
     encoded = EncodedDocument(input_ids, token_spans_in_text(offsets, document.model_text, document.model_to_text))
-    _encoded_cache[key] = encoded
-    while len(_encoded_cache) > _CACHE_SIZE:
-        _encoded_cache.popitem(last=False)
+    with _encoded_cache_lock:
+        _encoded_cache[key] = encoded
+        while len(_encoded_cache) > _CACHE_SIZE:
+            _encoded_cache.popitem(last=False)
     return encoded
 
 

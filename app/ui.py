@@ -118,7 +118,7 @@ def load_model(checkpoint: str | None = None) -> LoadedModel:
             _models.move_to_end(key)
             return _models[key]
         model, tokenizer, warning = _load_uncached(key)
-        loaded = _prepare(key, model, tokenizer, warning)
+        loaded = _prepare(key, model, tokenizer, warning, owned=True)
         _models[key] = loaded
         while len(_models) > _MODELS_KEPT:
             _models.popitem(last=False)
@@ -137,13 +137,26 @@ def use_model(name: str, model: Any, tokenizer: Any, *, warning: str | None = No
     return loaded
 
 
-def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None) -> LoadedModel:
-    """Put ``model`` on the device in inference mode and read what the UI shows about it."""
+def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None, *, owned: bool = False) -> LoadedModel:
+    """Put ``model`` on the device in inference mode and read what the UI shows about it.
+
+    On CPU the linear layers run in bf16 where the CPU has bf16 units, else in int8
+    (``littlebird.inference``; ``LITTLEBIRD_CPU_MODE`` = fp32 / bf16-linear / int8 / auto chooses).
+    ``owned``: the model was loaded for us, so it may be changed in place rather than copied.
+    """
     device, dtype = pick_device()
-    model = model.to(device=device, dtype=dtype).eval()
+    dtype_label = str(dtype).removeprefix("torch.")
+    if device.type == "cpu":
+        from littlebird.inference import optimize_for_cpu, resolve_cpu_mode
+
+        mode = resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))
+        model = optimize_for_cpu(model, mode, inplace=owned)
+        dtype_label = "float32" if mode == "fp32" else f"float32, {mode}"
+    else:
+        model = model.to(device=device, dtype=dtype).eval()
     return LoadedModel(
         model=model, tokenizer=tokenizer, checkpoint=checkpoint, device=str(device),
-        dtype=str(dtype).removeprefix("torch."), warning=warning, slopes=figures.bialibi_parameters(model),
+        dtype=dtype_label, warning=warning, slopes=figures.bialibi_parameters(model),
     )  # fmt: skip
 
 
