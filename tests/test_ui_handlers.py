@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -103,8 +104,12 @@ def test_answer_card_says_no_answer_plainly_and_escapes():
 
 
 def test_stats_line_names_tokens_windows_device_and_every_stage():
+    from littlebird.inference import resolve_cpu_mode
+
     line = ui.stats_line(make_result([(0, 1)], "xy"), tiny_loaded_model(), plot_seconds=0.25)
-    assert line.startswith("1,234 tokens · 2 windows · cpu (float32)")
+    mode = resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))
+    precision = "float32" if mode == "fp32" else f"float32, {mode}"  # the CPU mode the app chose is shown
+    assert line.startswith(f"1,234 tokens · 2 windows · cpu ({precision})")
     for stage in ("fetch 0.00 s", "clean 0.01 s", "model 0.50 s", "plots 0.25 s"):
         assert stage in line
 
