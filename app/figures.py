@@ -84,9 +84,13 @@ def bialibi_parameters(model: Any) -> dict[str, np.ndarray]:
     """Collect BiALiBi's alpha, beta and gamma of every layer as (layers, heads) arrays.
 
     Works for ``LittleBirdForQuestionAnswering`` (``model.littlebird.encoder.layer``)
-    and for the bare encoder model (``model.encoder.layer``).
+    and for the bare encoder model (``model.encoder.layer``). A model without BiALiBi
+    (the app's BigBird and Longformer baselines) gets zeros of its (layers, heads) shape.
     """
     backbone = getattr(model, "littlebird", model)
+    if not hasattr(backbone, "encoder"):
+        shape = (model.config.num_hidden_layers, model.config.num_attention_heads)
+        return {name: np.zeros(shape, dtype=np.float32) for name in ("alpha", "beta", "gamma")}
     layers = backbone.encoder.layer
     out = {}
     for name in ("alpha", "beta", "gamma"):
@@ -539,6 +543,21 @@ def _message_figure(title: str, message: str) -> go.Figure:
     return _layout(fig, title, height=160)
 
 
+# The explorer's plots drawn from an attention summary, with their titles.
+_SUMMARY_PLOTS = {"block_map": "Attention by block", "answer": "Where the answer's tokens looked",
+                  "pack": "What each pack slot read"}
+
+
+def explorer_off(note: str) -> dict[str, go.Figure]:
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``) as ``note``.
+
+    For models the explorer cannot show, such as the BigBird and Longformer baselines,
+    which have neither pack attention nor BiALiBi.
+    """
+    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head"}
+    return {key: _message_figure(title, note) for key, title in titles.items()}
+
+
 def explorer_figures(
     summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int
 ) -> dict[str, go.Figure]:
@@ -554,8 +573,7 @@ def explorer_figures(
     out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
     if summary is None:
         note = "Ask a question (with the attention explorer on) to see this."
-        for key, title in (("block_map", "Attention by block"), ("answer", "Where the answer's tokens looked"), ("pack", "What each pack slot read")):
-            out[key] = _message_figure(title, note)
+        out.update({key: _message_figure(title, note) for key, title in _SUMMARY_PLOTS.items()})
         return out
     at = (layer, head)
     out["block_map"] = attention_block_map(

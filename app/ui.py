@@ -69,7 +69,7 @@ class LoadedModel:
     device: str
     dtype: str
     warning: str | None  # shown at the top of the page, e.g. for the random fallback model
-    slopes: dict[str, np.ndarray]  # BiALiBi alpha, beta, gamma as (layers, heads) arrays
+    slopes: dict[str, np.ndarray]  # BiALiBi alpha, beta, gamma as (layers, heads) arrays (zeros for a baseline)
 
     @property
     def num_layers(self) -> int:
@@ -85,6 +85,11 @@ class LoadedModel:
     def block_size(self) -> int:
         """The model's block size b."""
         return int(self.model.config.block_size)
+
+    @property
+    def explorer_note(self) -> str | None:
+        """Why the attention explorer is off for this model (a BigBird or Longformer baseline), else None."""
+        return _explorer_note(self.model)
 
 
 _models: "OrderedDict[str, LoadedModel]" = OrderedDict()  # loaded from checkpoints, least recent first
@@ -162,11 +167,9 @@ def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None, *
 
 def _load_uncached(checkpoint: str) -> tuple[Any, Any, str | None]:
     """Model, tokenizer and warning for ``checkpoint``: from disk, the Hub, or the random fallback."""
-    from littlebird import LittleBirdForQuestionAnswering
-
     local = Path(checkpoint)
     if (local / "config.json").is_file():
-        return LittleBirdForQuestionAnswering.from_pretrained(local), checkpoint_tokenizer(checkpoint), None
+        return _from_pretrained(checkpoint), checkpoint_tokenizer(checkpoint), None
     if checkpoint == DEFAULT_CHECKPOINT:
         warning = (
             f"No trained checkpoint was found at {_short_path(checkpoint)}, so this demo runs a small randomly "
@@ -175,13 +178,35 @@ def _load_uncached(checkpoint: str) -> tuple[Any, Any, str | None]:
         return (*random_model(), warning)
     if _HUB_ID.match(checkpoint) and not local.exists():
         try:
-            return LittleBirdForQuestionAnswering.from_pretrained(checkpoint), checkpoint_tokenizer(checkpoint), None
+            return _from_pretrained(checkpoint), checkpoint_tokenizer(checkpoint), None
         except (OSError, ValueError) as error:
             raise CheckpointError(f"The checkpoint {checkpoint!r} could not be loaded from the Hugging Face Hub ({error}).") from None
     raise CheckpointError(
         f"There is no checkpoint at {checkpoint!r}: give a directory with config.json (and the weights), "
         "or a Hugging Face Hub id such as owner/name."
     )
+
+
+def _explorer_note(model: Any) -> str | None:
+    """None for LittleBird; for a BigBird or Longformer baseline, why the explorer has nothing to show."""
+    from littlebird.baselines import BaselineQAAdapter
+
+    if not isinstance(model, BaselineQAAdapter):
+        return None
+    name = {"big_bird": "BigBird (TAPER)", "longformer": "Longformer"}[model.config.model_type]
+    return (f"The attention explorer shows LittleBird's pack & unpack attention and BiALiBi; this {name} baseline "
+            "has neither, so the explorer is off for it. Its answers and timings are shown as usual.")
+
+
+def _from_pretrained(checkpoint: str) -> Any:
+    """A LittleBird QA checkpoint, or a BigBird-TAPER / Longformer baseline (by ``config.model_type``) behind
+    ``littlebird.baselines.BaselineQAAdapter``, which gives it LittleBird's outputs."""
+    from littlebird import LittleBirdForQuestionAnswering
+    from littlebird.baselines import baseline_model_type, load_baseline_qa
+
+    if baseline_model_type(checkpoint):
+        return load_baseline_qa(checkpoint)
+    return LittleBirdForQuestionAnswering.from_pretrained(checkpoint)
 
 
 def checkpoint_tokenizer(checkpoint: str) -> Any:
@@ -251,7 +276,7 @@ def run_qa(
     result = answer_question(
         document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
         stride=max(1, settings.max_length // 2), n_best=settings.n_best,
-        no_answer_threshold=settings.no_answer_threshold, output_attentions=settings.explore,
+        no_answer_threshold=settings.no_answer_threshold, output_attentions=settings.explore and not loaded.explorer_note,
     )  # fmt: skip
     if result.attention is None:
         return result, None
@@ -398,7 +423,7 @@ def ask(
     result, summary = run_qa(document, question, loaded, settings)
     report(0.85, "Drawing the plots")
     clock = time.perf_counter()
-    plots = figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
+    plots = explorer_plots(summary, loaded, layer=layer, head=head)
     plot_seconds = time.perf_counter() - clock
     report(1.0, "Done")
     return AskView(
@@ -556,7 +581,21 @@ def choose_example(label: str) -> tuple[str, list[str], str]:
 
 def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:
     """The explorer's per-head figures after the user picks another layer or head."""
-    return figures.explorer_figures(summary, load_model(checkpoint).slopes, layer=layer, head=head)
+    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head)
+
+
+def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int) -> dict[str, Any]:
+    """``figures.explorer_figures`` for ``loaded``; for a baseline model, its ``explorer_note`` in each plot."""
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)
+    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
+
+
+def slopes_figure(loaded: LoadedModel) -> Any:
+    """The BiALiBi slopes heatmap of ``loaded``; for a baseline model, its ``explorer_note``."""
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)["slopes"]
+    return figures.bialibi_heatmap(**loaded.slopes)
 
 
 # ----------------------------------------------------------------------------------
@@ -631,7 +670,7 @@ def build_demo(
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()
-    empty_plots = figures.explorer_figures(None, loaded.slopes, layer=0, head=0)
+    empty_plots = explorer_plots(None, loaded, layer=0, head=0)
     model_events = {"concurrency_limit": limit, "concurrency_id": "model"}
 
     with gr.Blocks(title="LittleBird QA") as demo:
@@ -683,9 +722,7 @@ def build_demo(
                 answer_plot = gr.Plot(empty_plots["answer"], label="Answer tokens", elem_id="lb-plot-answer")
                 pack_plot = gr.Plot(empty_plots["pack"], label="Pack slots", elem_id="lb-plot-pack")
             with gr.Row():
-                slopes_plot = gr.Plot(
-                    figures.bialibi_heatmap(**loaded.slopes), label="BiALiBi slopes", elem_id="lb-plot-slopes",
-                )  # fmt: skip
+                slopes_plot = gr.Plot(slopes_figure(loaded), label="BiALiBi slopes", elem_id="lb-plot-slopes")
                 curves_plot = gr.Plot(empty_plots["curves"], label="BiALiBi curves", elem_id="lb-plot-curves")
 
         with gr.Accordion("Settings", open=False, elem_id="lb-settings"):
@@ -757,14 +794,17 @@ def build_demo(
             except CheckpointError as error:
                 raise gr.Error(str(error), print_exception=False) from None
             status = f"Loaded `{_short_path(new.checkpoint)}` on {new.device} ({new.dtype})."
+            plots = explorer_plots(None, new, layer=0, head=0)  # the old summary belongs to the old model
             return (
                 new.checkpoint, status, gr.Markdown(f"⚠️ {new.warning}" if new.warning else "", visible=bool(new.warning)),
                 gr.Slider(maximum=new.num_layers - 1, value=0), gr.Slider(maximum=new.num_heads - 1, value=0),
-                figures.bialibi_heatmap(**new.slopes), None,
+                slopes_figure(new), None, plots["block_map"], plots["answer"], plots["pack"], plots["curves"],
             )  # fmt: skip
 
         load_button.click(
-            on_load, checkpoint_box, [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary],
+            on_load, checkpoint_box,
+            [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary, block_map, answer_plot,
+             pack_plot, curves_plot],
             api_visibility="private", **model_events,
         )  # fmt: skip
 

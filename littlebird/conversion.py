@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import torch
-from transformers import PreTrainedConfig
+from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
 from .configuration_littlebird import LittleBirdConfig
@@ -196,20 +196,24 @@ def _quiet_loading_report():
 
 
 def _instantiate(
-    model_class: type[LittleBirdPreTrainedModel], config: LittleBirdConfig, state_dict: dict[str, torch.Tensor]
-) -> LittleBirdPreTrainedModel:
+    model_class: type[PreTrainedModel],
+    config: PreTrainedConfig,
+    state_dict: dict[str, torch.Tensor],
+    fresh: Sequence[str] = FRESH_PARAMETERS,
+) -> PreTrainedModel:
     """Build ``model_class`` around ``state_dict``, initialising only what it lacks.
 
     ``from_pretrained`` with an in-memory state dict skips the random init of
     the loaded tensors (seconds for a 250k-row embedding), adds the
     ``littlebird.`` prefix for head models, and reports what was left out,
-    which must be exactly the parameters BERT has no counterpart for.
+    which must be exactly the parameters BERT has no counterpart for (names
+    containing one of ``fresh``).
     """
     with _quiet_loading_report():
         model, info = model_class.from_pretrained(
             None, config=config, state_dict=state_dict, output_loading_info=True
         )
-    not_loaded = sorted(name for name in info["missing_keys"] if not any(part in name for part in FRESH_PARAMETERS))
+    not_loaded = sorted(name for name in info["missing_keys"] if not any(part in name for part in fresh))
     problems = {
         "unexpected": sorted(info["unexpected_keys"]),
         "left uninitialised": not_loaded,
