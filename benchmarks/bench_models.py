@@ -4,6 +4,14 @@ All four share hidden size, layers and heads; batch 1, inference, random weights
 depend on them). Each (model, length) runs in a fresh subprocess so peak memory is its own: peak
 RSS growth over the forwards on CPU, ``torch.cuda.max_memory_allocated`` growth on CUDA.
 
+The bigbird and longformer rows also measure issue 6's conversions of e5 (``littlebird.baselines``):
+BigBird + TAPER is this BigBird (block-sparse, 64-token blocks, 3 random blocks) and Longformer with
+copied positions is this Longformer (512-token windows). TAPER and copying only choose the values of
+the position embeddings, which time and memory do not depend on, so they need no rows of their own;
+all four models use e5's (erf) GELU. ``--hidden 384 --layers 12 --heads 12`` gives e5-small's sizes,
+which the conversions keep (or fewer layers). Longformer's first 64 tokens get global attention, as
+the question does in the app.
+
     python benchmarks/bench_models.py                       # the issue's table (~6 min on 2 cores)
     python benchmarks/bench_models.py --lengths 1024 2048 --repeats 2 --models littlebird dense
 
@@ -32,7 +40,7 @@ def build_model(name: str, args, max_length: int):
 
     sizes = dict(vocab_size=30000, hidden_size=args.hidden, num_hidden_layers=args.layers,
                  num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
-                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu")
     if name == "littlebird":
         from littlebird import LittleBirdConfig, LittleBirdModel
 
