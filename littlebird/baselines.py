@@ -60,6 +60,7 @@ _BERT_EMBEDDINGS = (
     "embeddings.LayerNorm.bias",
 )
 _QA_HEADS = {"big_bird": ("qa_classifier.",), "longformer": ("qa_outputs.",)}  # fresh: no source counterpart
+_TOP_K_STARTS, _MAX_ANSWER_LENGTH = 5, 30  # LittleBirdConfig's decoding defaults
 
 
 # --------------------------------------------------------------------------
@@ -309,6 +310,7 @@ class BaselineQAAdapter(nn.Module):
         self.model.bert.set_attention_type("original_full" if n <= shortest_sparse else config.attention_type)
 
     def forward(self, input_ids, attention_mask=None, *, top_k_starts=None, max_answer_length=None):
+        """(B, n) ids and mask -> the ``top_k_starts`` best document starts, each with ``max_answer_length`` ends."""
         B, n = input_ids.shape
         valid = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
         positions = torch.arange(n, device=input_ids.device)
@@ -325,8 +327,8 @@ class BaselineQAAdapter(nn.Module):
         start = out.start_logits.float().masked_fill(~valid, very_negative)  # (B, n)
         end = out.end_logits.float().masked_fill(~valid, very_negative)
 
-        k = min(top_k_starts or 5, n)
-        L = max_answer_length or 30
+        k = min(top_k_starts or _TOP_K_STARTS, n)
+        L = max_answer_length or _MAX_ANSWER_LENGTH
         top_start_logits, top_starts = start.masked_fill(~document, very_negative).topk(k, dim=-1)  # (B, k)
         ends = top_starts.unsqueeze(-1) + torch.arange(L, device=input_ids.device)  # (B, k, L)
         inside = ends.clamp(max=n - 1).view(B, -1)
