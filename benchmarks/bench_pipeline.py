@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--window-batch-size", type=int, default=2)
+    parser.add_argument("--window-batch-size", type=int, default=1)
     parser.add_argument("--max-length", type=int, default=8192,
                         help="the working length: longer inputs go in windows of this size, stride half of it")
     parser.add_argument("--checkpoint", default=None)
