@@ -551,6 +551,9 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         super().__init__(config)
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
+        if getattr(config, "word_embeddings_source", None) is not None:
+            # compact checkpoints leave these out on purpose; from_pretrained rebuilds them
+            self._keys_to_ignore_on_load_missing = [r"embeddings\.word_embeddings\.weight$"]
         self.post_init()
 
     def get_input_embeddings(self):
