@@ -60,7 +60,7 @@ python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" -
 mkdir -p "$RUNS/eval"
 # Long contexts cost the teacher one 256-token window per 128 tokens: it reads fewer of them.
 for model in "$OUT" "$TEACHER"; do
-  if [ "$model" = "$OUT" ]; then name=student; cap=${STUDENT_ARTICLE_QUESTIONS:-40}; else name=teacher; cap=${TEACHER_ARTICLE_QUESTIONS:-10}; fi
+  if [ "$model" = "$OUT" ]; then name=student; cap=${STUDENT_ARTICLE_QUESTIONS:-40}; else name=teacher; cap=${TEACHER_ARTICLE_QUESTIONS:-4}; fi
   for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article; do
     limit=(); case $file in *article) limit=(--max-questions "$cap");; esac
     python -m littlebird.evaluation --model "$model" --data "$RUNS/dev/$file.json" "${limit[@]}" \

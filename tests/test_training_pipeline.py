@@ -89,6 +89,17 @@ def test_second_teacher_round_starts_from_the_first(recipe, tmp_path):
         torch.testing.assert_close(a, b, msg=name)
 
 
+def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_path):
+    first = load_qa_model(recipe["runs"] / "distill" / MODEL_DIR)
+    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
+                  "--init-from", str(recipe["runs"] / "distill" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
+                  "--dev-fraction", "0.5", "--batch-size", "2"])
+    second = load_qa_model(tmp_path / "round2" / MODEL_DIR)
+    for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+
+
 def test_time_box_stops_and_saves(recipe, tmp_path):
     run_dir = tmp_path / "boxed"
     teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
