@@ -60,5 +60,4 @@ def optimize_for_cpu(model: nn.Module, mode: str = "auto", *, inplace: bool = Fa
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, BF16Linear(child))
-    model.littlebird_cpu_mode = mode
     return model
