@@ -273,9 +273,11 @@ def run_qa(
     is reduced here and dropped), because on ZeroGPU this runs in a worker process whose
     result is sent back to the app; reducing early also frees the weights at once.
     """
+    # A baseline reads no further than its position embeddings; LittleBird's distances have no limit.
+    max_length = min(settings.max_length, getattr(loaded.model, "max_input_length", settings.max_length))
     result = answer_question(
-        document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
-        stride=max(1, settings.max_length // 2), n_best=settings.n_best,
+        document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=max_length,
+        stride=max(1, max_length // 2), n_best=settings.n_best,
         no_answer_threshold=settings.no_answer_threshold, output_attentions=settings.explore and not loaded.explorer_note,
     )  # fmt: skip
     if result.attention is None:

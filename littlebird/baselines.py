@@ -300,6 +300,12 @@ class BaselineQAAdapter(nn.Module):
         self.model = model
         self.config = model.config
 
+    @property
+    def max_input_length(self) -> int:
+        """The longest input the position embeddings cover (Longformer's start after ``pad_token_id + 1`` rows)."""
+        positions = self.config.max_position_embeddings
+        return positions if self.config.model_type == "big_bird" else positions - self.config.pad_token_id - 1
+
     def _question_ends(self, input_ids: torch.Tensor) -> torch.Tensor:
         """(B, 1) index of each row's first [SEP]; 0 (only [CLS] is question) when there is none."""
         return input_ids.eq(self.config.sep_token_id).int().argmax(dim=-1, keepdim=True)
@@ -309,19 +315,30 @@ class BaselineQAAdapter(nn.Module):
         shortest_sparse = (5 + 2 * config.num_random_blocks) * config.block_size  # transformers' own limit
         self.model.bert.set_attention_type("original_full" if n <= shortest_sparse else config.attention_type)
 
-    def forward(self, input_ids, attention_mask=None, *, top_k_starts=None, max_answer_length=None):
-        """(B, n) ids and mask -> the ``top_k_starts`` best document starts, each with ``max_answer_length`` ends."""
-        B, n = input_ids.shape
+    def model_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
+        """The wrapped model's keyword inputs for LittleBird's layout -> (inputs, valid, document).
+
+        ``valid`` (B, n) marks real tokens, ``document`` those after the first [SEP], where answers
+        may lie. Training (:class:`littlebird.training.objectives.BaselineQAObjective`) feeds the
+        model exactly what inference does.
+        """
+        n = input_ids.shape[1]
         valid = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
         positions = torch.arange(n, device=input_ids.device)
         question_end = self._question_ends(input_ids)  # (B, 1)
-        document = valid & (positions > question_end)  # (B, n): where answers may lie
+        document = valid & (positions > question_end)  # (B, n)
         inputs = {"input_ids": input_ids, "attention_mask": valid.long(), "token_type_ids": torch.zeros_like(input_ids)}
         if self.config.model_type == "big_bird":
             self._choose_bigbird_attention(n)
             inputs["question_lengths"] = question_end + 1
         else:
             inputs["global_attention_mask"] = (valid & (positions < question_end)).long()  # as Longformer's QA helper
+        return inputs, valid, document
+
+    def forward(self, input_ids, attention_mask=None, *, top_k_starts=None, max_answer_length=None):
+        """(B, n) ids and mask -> the ``top_k_starts`` best document starts, each with ``max_answer_length`` ends."""
+        B, n = input_ids.shape
+        inputs, valid, document = self.model_inputs(input_ids, attention_mask)
         out = self.model(**inputs)
         very_negative = torch.finfo(torch.float32).min
         start = out.start_logits.float().masked_fill(~valid, very_negative)  # (B, n)

@@ -8,8 +8,10 @@ with KorQuAD's (character F1 on whitespace-free strings). Scores come overall an
 length in document tokens (<=512, 512-2K, 2K-4K, 4K-8K, >8K); latency is the wall time per
 question from raw text to answer (tokenization, windows, model, decoding) on this machine.
 
-``--model`` is a LittleBird folder (``config.json``) or a teacher folder (``teacher_config.json``),
-which reads at most 512 tokens at a time, so long contexts go through more windows.
+``--model`` is a LittleBird folder (``config.json``), a teacher folder (``teacher_config.json``),
+which reads at most 512 tokens at a time, so long contexts go through more windows, or one of
+issue 6's baselines (a BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`),
+which read the same 8K windows as LittleBird.
 """
 
 from __future__ import annotations
@@ -98,12 +100,18 @@ class Prediction:
 
 
 def load_model(path: str | Path):
-    """A LittleBird (compact or full) or teacher folder -> (model, default max_length, default stride)."""
+    """A LittleBird (compact or full), teacher or baseline folder -> (model, default max_length, default stride)."""
     path = Path(path)
     from .training.teacher import TEACHER_CONFIG, load_teacher
 
     if (path / TEACHER_CONFIG).exists():
         return load_teacher(path), 256, 128
+    from .baselines import baseline_model_type, load_baseline_qa
+
+    if baseline_model_type(path) is not None:
+        model = load_baseline_qa(path)
+        max_length = min(8192, model.max_input_length)
+        return model, max_length, max_length // 2
     from .checkpoint import load_qa_model
 
     return load_qa_model(path), 8192, 4096
@@ -241,7 +249,7 @@ def main(argv=None) -> dict | None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
                         help="print a Markdown table of earlier --output files instead of evaluating")
-    parser.add_argument("--model", help="LittleBird or teacher folder")
+    parser.add_argument("--model", help="LittleBird, teacher or baseline folder")
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")

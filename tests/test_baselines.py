@@ -268,3 +268,15 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
     assert loaded.explorer_note in ui.slopes_figure(loaded).layout.annotations[0].text
+
+
+@pytest.mark.parametrize("kind", ["bigbird", "longformer"])
+def test_the_app_reads_no_further_than_a_baselines_positions(tmp_path, kind):
+    """A 256-position baseline under the app's 512-token setting: windows of 256 tokens, not a crash."""
+    adapter = BaselineQAAdapter(tiny_baseline(kind))
+    assert adapter.max_input_length == 256
+    adapter.model.save_pretrained(tmp_path)
+    text = "\n\n".join(f"Paragraph {i}: Jikji was printed with movable metal type in 1377." for i in range(40))
+    view = ui.ask("paste", "Where was Jikji printed?", ui.Settings(checkpoint=str(tmp_path), max_length=512),
+                  pasted=text)
+    assert view.result.n_windows > 1 and view.result.answers
