@@ -1,4 +1,10 @@
-"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding."""
+"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding, and the
+table comparing the three conversions (``benchmarks/compare_conversions.py``)."""
+
+import importlib.util
+import json
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +50,33 @@ def test_summary_splits_by_language_and_length():
     assert summary["overall"] == {"n": 2, "em": 50.0, "f1": 50.0}
     assert summary["by_language"]["ko"]["f1"] == 0.0 and summary["by_length"]["<=512"]["em"] == 100.0
     assert summary["latency_seconds"]["mean"] == pytest.approx(0.2)
+
+
+def _load_comparison_script():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_conversions.py"
+    spec = importlib.util.spec_from_file_location("compare_conversions", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_results(path, rows):
+    predictions = [asdict(Prediction(f"q{i}", "q", "x", ["x"], "en", n, 1, 0.1, f1, f1)) for i, (n, f1) in enumerate(rows)]
+    path.write_text(json.dumps({"summary": summarize([]), "predictions": predictions}))
+    return path
+
+
+def test_conversion_table_pools_files_by_length_and_joins_the_benchmark(tmp_path):
+    script = _load_comparison_script()
+    english = _write_results(tmp_path / "a-en.json", [(100, 1.0), (3000, 0.0)])
+    korean = _write_results(tmp_path / "a-ko.json", [(200, 0.5), (9000, 0.25)])
+    other = _write_results(tmp_path / "b.json", [(300, 0.0)])
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps([{"model": "bigbird", "length": 4096, "median_s": 1.234, "peak_mb": 99.6},
+                                 {"model": "littlebird", "length": 16384, "median_s": 2.0, "peak_mb": 10.0}]))
+    table = script.main(["--bench", str(bench), "--eval", "littlebird", str(english), str(korean),
+                         "--eval", "bigbird-taper", str(other)]).splitlines()
+    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all | 4K s | 16K s "
+                        "| 4K MB | 16K MB |")
+    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | 2.00 | - | 10 |"
+    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | 1.23 | - | 100 | - |"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 6: LittleBird next to the seeds' other two conversions, BigBird + TAPER and Longformer, on equal
+# terms, ending with the README's table (accuracy by context length; latency and memory at 4K and 16K).
+#
+#   scripts/compare_conversions.sh          # after scripts/train_default_checkpoint.sh (it needs runs/teacher3)
+#
+# Every step skips what an earlier run already wrote, so a rerun resumes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=${DATA:-../shared/data}
+RUNS=${RUNS:-runs}
+LAUNCH=${LAUNCH:-python}
+SCALE=${SCALE:-1}
+TEACHER=${TEACHER:-$RUNS/teacher3/model}      # what the student was converted from: the baselines' source too
+STUDENT=${STUDENT:-assets/littlebird-qa}
+EN_QUESTIONS=${EN_QUESTIONS:-2500}
+KO_QUESTIONS=${KO_QUESTIONS:-2500}
+EVAL_QUESTIONS=${EVAL_QUESTIONS:-100}
+ARTICLE_QUESTIONS=${ARTICLE_QUESTIONS:-40}     # the student's cap in train_default_checkpoint.sh
+minutes() { python -c "print($1 * $SCALE)"; }
+
+# 1. Each baseline from the teacher's encoder (the student's 6 layers), then trained on stage 3's data as
+#    train_default_checkpoint.sh gives it to LittleBird: same options, seed, batch, rate and steps. The budget is
+#    the 40 x 4 windows, not stage 3's time box: on CPU Longformer's steps take about 3x LittleBird's, and a box
+#    would cut it short. Each run's log.txt has its wall time.
+for kind in bigbird-taper longformer; do
+  [ -d "$RUNS/long-$kind/model" ] && continue
+  $LAUNCH -m littlebird.training.baselines --kind "$kind" --source "$TEACHER" --num-layers 6 --data-dir "$DATA" \
+    --output-dir "$RUNS/long-$kind" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
+    --max-length 1024 --batch-size 4 --lr 3e-5 \
+    --max-steps 40 --max-minutes "$(minutes 60)" --log-every 2 --seed 4
+done
+
+# 2. Dev scores of all three on the same questions (the student's may exist from the training script).
+[ -f "$RUNS/dev/dev-ko-article.json" ] || python -m littlebird.training.data --data-dir "$DATA" \
+  --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" --ko-passages-per-document 6
+mkdir -p "$RUNS/eval"
+for pair in "student:$STUDENT" "bigbird-taper:$RUNS/long-bigbird-taper/model" "longformer:$RUNS/long-longformer/model"; do
+  name=${pair%%:*}; model=${pair#*:}
+  for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article; do
+    [ -f "$RUNS/eval/$name-$file.json" ] && continue
+    limit=(); case $file in *article) limit=(--max-questions "$ARTICLE_QUESTIONS");; esac
+    python -m littlebird.evaluation --model "$model" --data "$RUNS/dev/$file.json" "${limit[@]}" \
+      --output "$RUNS/eval/$name-$file.json" | tee "$RUNS/eval/$name-$file.txt"
+  done
+done
+
+# 3. Latency and memory at the trained models' size (e5-small's width, 6 layers), 4K and 16K tokens.
+[ -f "$RUNS/eval/bench-conversions.json" ] || python benchmarks/bench_models.py --hidden 384 --layers 6 \
+  --heads 12 --lengths 4096 16384 --json "$RUNS/eval/bench-conversions.json"
+
+# 4. The table.
+python benchmarks/compare_conversions.py --bench "$RUNS/eval/bench-conversions.json" \
+  --eval littlebird "$RUNS"/eval/student-dev-*.json \
+  --eval bigbird-taper "$RUNS"/eval/bigbird-taper-dev-*.json \
+  --eval longformer "$RUNS"/eval/longformer-dev-*.json
