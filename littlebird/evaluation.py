@@ -121,7 +121,7 @@ def load_model(path: str | Path):
 def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int, stride: int,
                    max_answer_length: int = 30, top_k: int = 5, batch_size: int = 4) -> tuple[str, int, int]:
     """Best span of ``context`` for ``question`` over all windows -> (text, document tokens, windows)."""
-    from .training.data import question_prefix, special_ids, window_starts
+    from .training.data import question_prefix, special_ids, strided_window_starts
 
     ids = special_ids(tokenizer)
     encoding = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
@@ -131,7 +131,7 @@ def predict_answer(model, tokenizer, question: str, context: str, *, max_length:
     question_ids = tokenizer(question, add_special_tokens=False, verbose=False)["input_ids"]
     prefix = question_prefix(question_ids[: min(64, max_length // 4)], ids)
     capacity = max_length - len(prefix)
-    starts = window_starts(len(doc_ids), capacity, stride)
+    starts = strided_window_starts(len(doc_ids), capacity, stride)
     best = (float("-inf"), 0, 0)
     for first in range(0, len(starts), batch_size):
         chunk = starts[first : first + batch_size]

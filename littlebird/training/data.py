@@ -235,8 +235,12 @@ def question_prefix(question_ids: Sequence[int], ids: dict[str, int]) -> list[in
     return [ids["cls"], ids["question"], *question_ids, ids["sep"]]
 
 
-def window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
-    """Start of each window's document part: every ``stride`` tokens, the last one flush with the end."""
+def strided_window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
+    """Start of each window's document part: every ``stride`` tokens, the last one flush with the end.
+
+    Training and the evaluation CLI window documents this way; the app's ``app.qa.window_starts``
+    spreads the same number of windows or fewer evenly instead, which these runs' data predates.
+    """
     if n_document <= capacity:
         return [0]
     stride = max(1, min(stride, capacity))
@@ -289,7 +293,7 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
                 prefix = question_prefix(question_ids[:max_question_tokens], ids)
                 capacity = max_length - len(prefix)
                 with_answer, without = [], []
-                for start in window_starts(len(doc_ids), capacity, stride):
+                for start in strided_window_starts(len(doc_ids), capacity, stride):
                     inside = start <= span[0] and span[1] < start + capacity
                     (with_answer if inside else without).append(start)
                 if answer_windows_per_question is not None and len(with_answer) > answer_windows_per_question:
