@@ -9,12 +9,15 @@ fill the length buckets) and one ``bench_models.py --json`` file, and prints one
         --eval longformer runs/eval/longformer-dev-*.json
 
 F1 is the evaluation CLI's (SQuAD's for English questions, KorQuAD's for Korean), averaged over
-the questions of a bucket, with their number in brackets. Latency and memory are one forward
+the questions of a bucket, with their number in brackets. The first ``--eval`` is the reference:
+each other row's F1 difference to it over the questions both answered comes with a 95% interval
+from a paired bootstrap (2,000 resamplings of those questions). Latency and memory are one forward
 of batch 1 at the length named, from ``bench_models.py`` (random weights of the models' size).
 """
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -28,9 +31,31 @@ from littlebird.evaluation import LENGTH_BUCKETS, length_bucket  # noqa: E402
 BENCH_NAMES = {"littlebird": "littlebird", "bigbird-taper": "bigbird", "longformer": "longformer"}
 
 
+def read_predictions(paths: list[Path]) -> dict[tuple[str, str], dict]:
+    """(data file, question id) -> prediction row, over every ``--output`` file in ``paths``."""
+    rows = {}
+    for path in paths:
+        result = json.loads(Path(path).read_text())
+        for row in result["predictions"]:
+            rows[(result["summary"].get("data", str(path)), row["id"])] = row
+    return rows
+
+
+def paired_bootstrap(reference: dict, other: dict, *, rounds: int = 2000, seed: int = 0) -> tuple[int, float, float, float]:
+    """Mean F1 difference (other - reference, percent) over the questions both answered, with a
+    95% interval from resampling those questions -> (questions, difference, low, high)."""
+    keys = sorted(set(reference) & set(other))
+    if not keys:
+        return 0, float("nan"), float("nan"), float("nan")
+    differences = [100 * (other[k]["f1"] - reference[k]["f1"]) for k in keys]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(differences, k=len(differences))) for _ in range(rounds))
+    return len(keys), statistics.fmean(differences), means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
+
+
 def pooled_f1(paths: list[Path]) -> dict[str, tuple[int, float]]:
     """Bucket name (and "all") -> (questions, mean F1 in percent) over every prediction in ``paths``."""
-    rows = [row for path in paths for row in json.loads(Path(path).read_text())["predictions"]]
+    rows = list(read_predictions(paths).values())
     buckets: dict[str, list[float]] = {}
     for row in rows:
         buckets.setdefault(length_bucket(row["n_tokens"]), []).append(row["f1"])
@@ -44,11 +69,18 @@ def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
     scores = {name: pooled_f1(paths) for name, paths in evaluations.items()}
     buckets = [name for _, name in LENGTH_BUCKETS if any(name in s for s in scores.values())] + ["all"]
     bench = {(row["model"], row["length"]): row for row in bench_rows}
-    header = ([f"F1 {name} tokens" for name in buckets[:-1]] + ["F1 all"]
+    reference_name = next(iter(evaluations))
+    reference = read_predictions(evaluations[reference_name])
+    header = ([f"F1 {name} tokens" for name in buckets[:-1]] + ["F1 all", f"F1 all - {reference_name}'s (95% CI)"]
               + [f"{n // 1024}K s" for n in lengths] + [f"{n // 1024}K MB" for n in lengths])
     lines = ["| conversion | " + " | ".join(header) + " |", "|---" + "|---:" * len(header) + "|"]
     for name, score in scores.items():
         cells = [f"{score[b][1]:.1f} ({score[b][0]})" if b in score else "-" for b in buckets]
+        if name == reference_name:
+            cells.append("-")
+        else:
+            _, difference, low, high = paired_bootstrap(reference, read_predictions(evaluations[name]))
+            cells.append(f"{difference:+.1f} ({low:+.1f}, {high:+.1f})")
         runs = [bench.get((BENCH_NAMES.get(name, name), n), {}) for n in lengths]
         cells += [f"{r['median_s']:.2f}" if "median_s" in r else "-" for r in runs]
         cells += [f"{r['peak_mb']:.0f}" if "peak_mb" in r else "-" for r in runs]

@@ -60,23 +60,40 @@ def _load_comparison_script():
     return module
 
 
-def _write_results(path, rows):
+def _write_results(path, data, rows):
+    """An evaluation --output file of ``data`` with one question per (document tokens, F1) in ``rows``."""
     predictions = [asdict(Prediction(f"q{i}", "q", "x", ["x"], "en", n, 1, 0.1, f1, f1)) for i, (n, f1) in enumerate(rows)]
-    path.write_text(json.dumps({"summary": summarize([]), "predictions": predictions}))
+    path.write_text(json.dumps({"summary": {**summarize([]), "data": data}, "predictions": predictions}))
     return path
 
 
 def test_conversion_table_pools_files_by_length_and_joins_the_benchmark(tmp_path):
     script = _load_comparison_script()
-    english = _write_results(tmp_path / "a-en.json", [(100, 1.0), (3000, 0.0)])
-    korean = _write_results(tmp_path / "a-ko.json", [(200, 0.5), (9000, 0.25)])
-    other = _write_results(tmp_path / "b.json", [(300, 0.0)])
+    english = _write_results(tmp_path / "a-en.json", "dev-en.json", [(100, 1.0), (3000, 0.0)])
+    korean = _write_results(tmp_path / "a-ko.json", "dev-ko.json", [(200, 0.5), (9000, 0.25)])
+    other = _write_results(tmp_path / "b.json", "dev-en.json", [(300, 0.0)])
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps([{"model": "bigbird", "length": 4096, "median_s": 1.234, "peak_mb": 99.6},
                                  {"model": "littlebird", "length": 16384, "median_s": 2.0, "peak_mb": 10.0}]))
     table = script.main(["--bench", str(bench), "--eval", "littlebird", str(english), str(korean),
                          "--eval", "bigbird-taper", str(other)]).splitlines()
-    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all | 4K s | 16K s "
-                        "| 4K MB | 16K MB |")
-    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | 2.00 | - | 10 |"
-    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | 1.23 | - | 100 | - |"
+    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all "
+                        "| F1 all - littlebird's (95% CI) | 4K s | 16K s | 4K MB | 16K MB |")
+    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | - | 2.00 | - | 10 |"
+    # b.json's one question is a-en.json's q0 (same data file, same id): 0.0 against 1.0, on one question
+    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | -100.0 (-100.0, -100.0) | 1.23 | - | 100 | - |"
+
+
+def test_paired_bootstrap_interval_holds_the_mean_difference_and_narrows_with_more_questions():
+    script = _load_comparison_script()
+
+    def rows(f1s):
+        return {("data", f"q{i}"): {"f1": f1} for i, f1 in enumerate(f1s)}
+
+    assert script.paired_bootstrap(rows([0.5] * 8), rows([0.5] * 8)) == (8, 0.0, 0.0, 0.0)
+    few = script.paired_bootstrap(rows([0.0, 1.0] * 5), rows([1.0, 1.0] * 5))
+    many = script.paired_bootstrap(rows([0.0, 1.0] * 200), rows([1.0, 1.0] * 200))
+    assert few[0] == 10 and many[0] == 400 and few[1] == many[1] == 50.0
+    assert few[2] <= 50.0 <= few[3] and many[2] <= 50.0 <= many[3]
+    assert many[3] - many[2] < few[3] - few[2]
+    assert script.paired_bootstrap(rows([0.0]), {("other", "q0"): {"f1": 1.0}})[0] == 0  # nothing in common
