@@ -237,3 +237,21 @@ def test_evaluation_cli_scores_a_baseline(recipe, baseline_runs, kind, capsys):
     for row in json.loads(output.read_text())["predictions"]:
         assert json.dumps(row["prediction"], ensure_ascii=False)[1:-1] in data.read_text()
     assert "latency per question" in capsys.readouterr().out
+
+
+def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
+    """--max-steps 0: the conversion alone (the comparison's LittleBird-without-distillation row)."""
+    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--output-dir", str(tmp_path / "converted"), "--num-layers", "1", "--block-size", "8",
+                  "--pack-size", "4", "--max-length", "48", "--max-steps", "0", "--dev-fraction", "0.5"])
+    saved = load_qa_model(tmp_path / "converted" / MODEL_DIR)
+    converted = distill.build_student(teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR), num_layers=1,
+                                      block_size=8, pack_size=4)
+    saved_state = saved.state_dict()
+    assert saved_state.keys() == converted.state_dict().keys()
+    for name, tensor in converted.state_dict().items():
+        if "pack_embeddings" in name:  # the pack slots have no source counterpart: drawn fresh per conversion
+            assert tensor.shape == saved_state[name].shape
+        else:
+            torch.testing.assert_close(tensor, saved_state[name], msg=name)
+    assert torch.load(tmp_path / "converted" / STATE_FILE, weights_only=False)["step"] == 0

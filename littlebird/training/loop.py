@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--warmup-ratio", type=float, default=0.06)
     parser.add_argument("--epochs", type=float, default=1.0)
-    parser.add_argument("--max-steps", type=int, default=None, help="optimizer steps; overrides --epochs")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
     parser.add_argument("--save-minutes", type=float, default=10.0)
     parser.add_argument("--log-every", type=int, default=10)
@@ -123,7 +124,7 @@ def train(model: torch.nn.Module, features: list, collate, args,
     optimizer = torch.optim.AdamW(parameter_groups(model, args, lr_overrides), lr=args.lr)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
-    total_steps = args.max_steps or max(1, math.ceil(args.epochs * steps_per_epoch))
+    total_steps = args.max_steps if args.max_steps is not None else max(1, math.ceil(args.epochs * steps_per_epoch))
     scheduler = linear_schedule(optimizer, int(args.warmup_ratio * total_steps), total_steps)
 
     step = 0
