@@ -32,11 +32,22 @@ for kind in bigbird-taper longformer; do
     --max-steps 40 --max-minutes "$(minutes 60)" --log-every 2 --seed 4
 done
 
-# 2. Dev scores of all three on the same questions (the student's may exist from the training script).
+# 1b. An ablation: LittleBird without its distillation stage (the teacher converted, --max-steps 0, then stage 3
+#     exactly as train_default_checkpoint.sh runs it), to tell what distillation brings from what attention does.
+[ -d "$RUNS/convert-only/model" ] || python -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DATA" \
+  --output-dir "$RUNS/convert-only" --num-layers 6 --max-en-questions 1 --max-ko-questions 1 --max-steps 0
+[ -d "$RUNS/long-no-distill/model" ] || $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/convert-only/model" --data-dir "$DATA" \
+  --output-dir "$RUNS/long-no-distill" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
+  --max-length 1024 --batch-size 4 --lr 3e-5 \
+  --max-steps 40 --max-minutes "$(minutes 6)" --log-every 2 --seed 4
+
+# 2. Dev scores of all four on the same questions (the student's may exist from the training script).
 [ -f "$RUNS/dev/dev-ko-article.json" ] || python -m littlebird.training.data --data-dir "$DATA" \
   --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" --ko-passages-per-document 6
 mkdir -p "$RUNS/eval"
-for pair in "student:$STUDENT" "bigbird-taper:$RUNS/long-bigbird-taper/model" "longformer:$RUNS/long-longformer/model"; do
+for pair in "student:$STUDENT" "bigbird-taper:$RUNS/long-bigbird-taper/model" "longformer:$RUNS/long-longformer/model" \
+    "no-distill:$RUNS/long-no-distill/model"; do
   name=${pair%%:*}; model=${pair#*:}
   for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article; do
     [ -f "$RUNS/eval/$name-$file.json" ] && continue
@@ -54,4 +65,5 @@ done
 python benchmarks/compare_conversions.py --bench "$RUNS/eval/bench-conversions.json" \
   --eval littlebird "$RUNS"/eval/student-dev-*.json \
   --eval bigbird-taper "$RUNS"/eval/bigbird-taper-dev-*.json \
-  --eval longformer "$RUNS"/eval/longformer-dev-*.json
+  --eval longformer "$RUNS"/eval/longformer-dev-*.json \
+  --eval "littlebird, no distillation" "$RUNS"/eval/no-distill-dev-*.json
