@@ -53,9 +53,9 @@ def paired_bootstrap(reference: dict, other: dict, *, rounds: int = 2000, seed: 
     return len(keys), statistics.fmean(differences), means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
 
 
-def pooled_f1(paths: list[Path]) -> dict[str, tuple[int, float]]:
-    """Bucket name (and "all") -> (questions, mean F1 in percent) over every prediction in ``paths``."""
-    rows = list(read_predictions(paths).values())
+def pooled_f1(predictions: dict) -> dict[str, tuple[int, float]]:
+    """Bucket name (and "all") -> (questions, mean F1 in percent) over ``read_predictions``' rows."""
+    rows = list(predictions.values())
     buckets: dict[str, list[float]] = {}
     for row in rows:
         buckets.setdefault(length_bucket(row["n_tokens"]), []).append(row["f1"])
@@ -66,11 +66,12 @@ def pooled_f1(paths: list[Path]) -> dict[str, tuple[int, float]]:
 def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
                      lengths: tuple[int, ...] = (4096, 16384)) -> str:
     """One row per conversion: F1 per length bucket any of them has, then time and memory per length."""
-    scores = {name: pooled_f1(paths) for name, paths in evaluations.items()}
+    predictions = {name: read_predictions(paths) for name, paths in evaluations.items()}
+    scores = {name: pooled_f1(rows) for name, rows in predictions.items()}
     buckets = [name for _, name in LENGTH_BUCKETS if any(name in s for s in scores.values())] + ["all"]
     bench = {(row["model"], row["length"]): row for row in bench_rows}
     reference_name = next(iter(evaluations))
-    reference = read_predictions(evaluations[reference_name])
+    reference = predictions[reference_name]
     header = ([f"F1 {name} tokens" for name in buckets[:-1]] + ["F1 all", f"F1 all - {reference_name}'s (95% CI)"]
               + [f"{n // 1024}K s" for n in lengths] + [f"{n // 1024}K MB" for n in lengths])
     lines = ["| conversion | " + " | ".join(header) + " |", "|---" + "|---:" * len(header) + "|"]
@@ -79,7 +80,7 @@ def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
         if name == reference_name:
             cells.append("-")
         else:
-            _, difference, low, high = paired_bootstrap(reference, read_predictions(evaluations[name]))
+            _, difference, low, high = paired_bootstrap(reference, predictions[name])
             cells.append(f"{difference:+.1f} ({low:+.1f}, {high:+.1f})")
         runs = [bench.get((BENCH_NAMES.get(name, name), n), {}) for n in lengths]
         cells += [f"{r['median_s']:.2f}" if "median_s" in r else "-" for r in runs]
