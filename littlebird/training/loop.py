@@ -7,7 +7,9 @@ shard of every batch). A run is:
 - time-boxed: ``--max-minutes`` stops at a step boundary, all processes together, and saves;
 - resumable: ``state.pt`` (trainable weights, optimizer, schedule, step) is written every
   ``--save-minutes`` and at the end; rerunning the command continues from it;
-- logged: one line per ``--log-every`` optimizer steps in ``<output-dir>/log.txt``.
+- logged: one line per ``--log-every`` optimizer steps in ``<output-dir>/log.txt``;
+- cheap per feature: batches of similar length (``--group-by-length``), and bf16 autocast where
+  the hardware multiplies bf16 natively (``--mixed-precision auto``).
 
 Frozen parameters (``requires_grad=False``) are neither optimised nor written to ``state.pt``.
 """
@@ -26,6 +28,8 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, set_seed
 from torch.utils.data import DataLoader
+
+from .batching import LengthGroupedBatchSampler
 
 STATE_FILE = "state.pt"
 LOG_FILE = "log.txt"
@@ -48,6 +52,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cpu", action="store_true", help="train on CPU even where a GPU is available")
+    parser.add_argument("--mixed-precision", choices=("auto", "no", "bf16"), default="auto",
+                        help="bf16 autocast; auto: where the GPU or the CPU (AMX, AVX512-BF16) has bf16 units")
+    parser.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=True,
+                        help="batch features of similar length together (less padding)")
+
+
+def resolve_mixed_precision(choice: str, use_cpu: bool) -> str:
+    """``auto`` -> ``bf16`` where bf16 products run in hardware; emulated bf16 is slower than fp32."""
+    if choice != "auto":
+        return choice
+    if not use_cpu:
+        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    from ..inference import cpu_has_native_bf16
+
+    return "bf16" if cpu_has_native_bf16() else "no"
+
+
+def make_loader(features: list, collate, args) -> DataLoader:
+    """Shuffled batches of ``args.batch_size``; grouped by length unless ``--no-group-by-length``."""
+    if getattr(args, "group_by_length", False):
+        sampler = LengthGroupedBatchSampler([len(f.input_ids) for f in features], args.batch_size, seed=args.seed)
+        return DataLoader(features, batch_sampler=sampler, collate_fn=collate)
+    return DataLoader(features, batch_size=args.batch_size, shuffle=True, collate_fn=collate, drop_last=False)
 
 
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -114,12 +141,14 @@ def train(model: torch.nn.Module, features: list, collate, args,
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Without cpu=True, accelerate ignores a torchrun world on a machine without GPUs (one process each).
-    accelerator = Accelerator(cpu=args.cpu or not torch.cuda.is_available(), gradient_accumulation_steps=args.grad_accum,
+    use_cpu = args.cpu or not torch.cuda.is_available()
+    precision = resolve_mixed_precision(getattr(args, "mixed_precision", "no"), use_cpu)
+    accelerator = Accelerator(cpu=use_cpu, gradient_accumulation_steps=args.grad_accum, mixed_precision=precision,
                               dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
     log = RunLog(accelerator, output_dir / LOG_FILE)
     set_seed(args.seed)
     started = time.monotonic()
-    loader = DataLoader(features, batch_size=args.batch_size, shuffle=True, collate_fn=collate, drop_last=False)
+    loader = make_loader(features, collate, args)
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameter_groups(model, args, lr_overrides), lr=args.lr)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -142,7 +171,8 @@ def train(model: torch.nn.Module, features: list, collate, args,
         step = state["step"]
         log(f"resumed from {state_path} at step {step}")
     log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
-        f"batch {args.batch_size} x accum {args.grad_accum}, {total_steps} optimizer steps "
+        f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "
+        f"grouped by length {getattr(args, 'group_by_length', False)}, {total_steps} optimizer steps "
         f"({steps_per_epoch} per epoch), {sum(p.numel() for p in parameters):,} trainable parameters")
 
     def save_state():

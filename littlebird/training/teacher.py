@@ -149,6 +149,53 @@ def freeze_word_embeddings(model: nn.Module) -> None:
             parameter.requires_grad_(False)
 
 
+def freeze_lower_layers(model: nn.Module, count: int) -> None:
+    """The embeddings and the lowest ``count`` encoder layers stop learning, so the backward pass
+    stops above them; works on the teacher and on LittleBird (whose initial pack P goes too)."""
+    if count <= 0:
+        return
+    encoder = model.littlebird
+    layers = next(module for name, module in encoder.named_modules() if name.endswith("encoder.layer"))
+    if count > len(layers):
+        raise ValueError(f"--freeze-layers {count} exceeds the encoder's {len(layers)} layers")
+    for module in (getattr(encoder, "bert", encoder).embeddings, *layers[:count]):
+        module.requires_grad_(False)
+    if hasattr(encoder, "encoder") and hasattr(encoder.encoder, "pack_embeddings"):
+        encoder.encoder.pack_embeddings.requires_grad_(False)
+
+
+def set_attention_dropout(model: nn.Module, probability: float) -> None:
+    """Dropout on the attention probabilities of the teacher or of LittleBird.
+
+    On CPU, scaled_dot_product_attention with dropout leaves the fused kernel for the math one:
+    about 4x slower attention at 384 tokens, most of a teacher step (benchmarks/bench_training.py).
+    """
+    config = getattr(model, "config", None)
+    if config is not None:
+        config.attention_probs_dropout_prob = probability  # LittleBird reads it at every forward
+    bert = getattr(model.littlebird, "bert", None)
+    if bert is not None:
+        bert.config.attention_probs_dropout_prob = probability
+        for module in bert.modules():
+            if type(module).__name__.endswith("SelfAttention"):
+                module.dropout.p = probability
+
+
+def add_trainable_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a stage trains: frozen lower layers and attention dropout."""
+    parser.add_argument("--freeze-layers", type=int, default=0,
+                        help="keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on attention probabilities (0: the fused CPU attention kernel stays usable)")
+
+
+def apply_trainable_arguments(model: nn.Module, args) -> None:
+    """Word embeddings stay frozen; then ``--freeze-layers`` and ``--attention-dropout``."""
+    freeze_word_embeddings(model)
+    freeze_lower_layers(model, args.freeze_layers)
+    set_attention_dropout(model, args.attention_dropout)
+
+
 def training_features(args, tokenizer, *, with_sentence_ends: bool = False):
     """Short-input features of the training split: English subset + Korean, windows of ``max_length``."""
     corpus = load_corpus(args.data_dir, args.dev_fraction)
@@ -179,12 +226,13 @@ def main(argv=None) -> None:
                         help="start from a saved teacher (a model folder) instead of --source: a second round of "
                              "fine-tuning with a fresh optimizer and schedule")
     add_data_arguments(parser, max_length=256)
+    add_trainable_arguments(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
     tokenizer = build_tokenizer()
     model = load_teacher(args.init_from).train() if args.init_from else build_teacher(args.source)
-    freeze_word_embeddings(model)
+    apply_trainable_arguments(model, args)
     features = training_features(args, tokenizer)
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)
     loop.train(QAObjective(model), features, collate, args,

