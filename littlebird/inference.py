@@ -1,9 +1,11 @@
-"""Faster CPU inference: the matrix products in bfloat16 or int8, everything else in fp32.
+"""Faster CPU inference: the linear layers' products in bfloat16 where the CPU has bf16 units.
 
 On CPUs with native bf16 matrix units (AMX, AVX512-BF16) a bf16 GEMM is several times faster
 than fp32, while bf16 *elementwise* kernels (softmax inputs, bias terms, LayerNorm) are slower
 than fp32 ones. So the whole model in bf16 is no faster; only its linear layers in bf16 are.
-Where bf16 is emulated, dynamic int8 quantization of the linear layers is the lever instead.
+Where bf16 is emulated (AVX2-only CPUs) it is about 5x slower than fp32, so the model stays fp32.
+Dynamic int8 quantization (``torch.ao.quantization``, deprecated) was a third mode until issue 12:
+it was no faster than fp32 on AVX2 and no faster than bf16-linear on AMX, so no CPU chose it.
 ``benchmarks/bench_pipeline.py`` measures each mode.
 """
 
@@ -13,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-CPU_MODES = ("fp32", "bf16-linear", "int8", "auto")
+CPU_MODES = ("fp32", "bf16-linear", "auto")
 
 
 class BF16Linear(nn.Module):
@@ -36,28 +38,37 @@ def cpu_has_native_bf16() -> bool:
 
 
 def resolve_cpu_mode(mode: str = "auto") -> str:
-    """The concrete mode ``auto`` stands for on this CPU."""
+    """The concrete mode ``auto`` stands for on this CPU: bf16-linear with bf16 units, else fp32."""
     if mode not in CPU_MODES:
         raise ValueError(f"mode must be one of {CPU_MODES}, got {mode!r}")
     if mode == "auto":
-        return "bf16-linear" if cpu_has_native_bf16() else "int8"
+        return "bf16-linear" if cpu_has_native_bf16() else "fp32"
     return mode
 
 
 def optimize_for_cpu(model: nn.Module, mode: str = "auto", *, inplace: bool = False) -> nn.Module:
-    """An inference copy of ``model`` (fp32, on CPU) with its linear layers in bf16 or int8.
+    """An inference copy of ``model`` (fp32, on CPU, in eval mode) with its linear layers in ``mode``.
 
-    ``mode``: ``"fp32"`` (unchanged), ``"bf16-linear"``, ``"int8"`` (dynamic quantization) or
-    ``"auto"`` (bf16 where the CPU has it natively, else int8). The result is in eval mode.
+    ``mode``: ``"fp32"`` (unchanged), ``"bf16-linear"`` or ``"auto"`` (bf16-linear where the CPU
+    has bf16 units, else fp32). A bf16-linear model refuses ``save_pretrained``: its weights are
+    rounded to bf16, so what it would write is not the checkpoint it came from.
     """
     mode = resolve_cpu_mode(mode)
     model = model if inplace else copy.deepcopy(model)
     model = model.float().cpu().eval()
-    if mode == "int8":
-        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=True)
     if mode == "bf16-linear":
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, BF16Linear(child))
+        model.save_pretrained = _refuse_to_save  # shadows the class's method on this instance only
     return model
+
+
+def _refuse_to_save(*args, **kwargs):
+    """``save_pretrained`` of a model whose linear layers ``optimize_for_cpu`` rounded to bf16."""
+    raise ValueError(
+        "This model was converted for CPU inference (bf16-linear: its linear layers hold bfloat16 copies of the "
+        "weights), so saving it would not write the checkpoint it came from. Save the model before "
+        "littlebird.inference.optimize_for_cpu, or load it with LITTLEBIRD_CPU_MODE=fp32."
+    )

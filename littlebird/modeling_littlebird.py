@@ -384,7 +384,7 @@ class AttentionProjections(nn.Module):
         return self.output(x.transpose(1, 2).reshape(B, L, h * d))  # (B, L, H)
 
     def key_value(self, x):
-        """K(x), V(x): (B, L, H) -> 2 x (B, h, L, d). Module calls, so dynamic quantization reaches them."""
+        """K(x), V(x): (B, L, H) -> 2 x (B, h, L, d). Module calls, so littlebird.inference can swap the layers."""
         return self.split_heads(self.key(x)), self.split_heads(self.value(x))
 
 

@@ -3,11 +3,13 @@
 import pytest
 import torch
 
+from littlebird import inference
 from littlebird.inference import BF16Linear, optimize_for_cpu, resolve_cpu_mode
+from littlebird.modeling_littlebird import LittleBirdForQuestionAnswering
 from tests.littlebird_factories import tiny_qa_model
 
 
-@pytest.mark.parametrize("mode, tolerance", [("fp32", 0.0), ("bf16-linear", 0.1), ("int8", 0.2)])
+@pytest.mark.parametrize("mode, tolerance", [("fp32", 0.0), ("bf16-linear", 0.1)])
 def test_modes_stay_close_to_fp32(mode, tolerance):
     model = tiny_qa_model(seed=3)
     ids = torch.randint(3, 300, (2, 180))
@@ -27,7 +29,34 @@ def test_bf16_mode_replaces_every_linear_and_leaves_the_original_alone():
     assert fast.qa_head.start.weight.dtype == torch.bfloat16
 
 
-def test_auto_resolves_to_a_concrete_mode_and_bad_modes_are_refused():
-    assert resolve_cpu_mode("auto") in ("bf16-linear", "int8")
+@pytest.mark.parametrize("native_bf16, expected", [(True, "bf16-linear"), (False, "fp32")])
+def test_auto_picks_bf16_linear_only_where_the_cpu_has_bf16_units(monkeypatch, native_bf16, expected):
+    monkeypatch.setattr(inference, "cpu_has_native_bf16", lambda: native_bf16)
+    assert resolve_cpu_mode("auto") == expected
+    assert resolve_cpu_mode("fp32") == "fp32" and resolve_cpu_mode("bf16-linear") == "bf16-linear"
+
+
+@pytest.mark.parametrize("mode", ["fp8", "int8"])  # int8 (deprecated dynamic quantization) was removed
+def test_unknown_modes_are_refused(mode):
     with pytest.raises(ValueError, match="mode must be one of"):
-        resolve_cpu_mode("fp8")
+        resolve_cpu_mode(mode)
+
+
+def test_an_fp32_inference_copy_saves_the_same_weights(tmp_path):
+    model = tiny_qa_model(seed=5)
+    optimize_for_cpu(model, "fp32").save_pretrained(tmp_path)
+    loaded = LittleBirdForQuestionAnswering.from_pretrained(tmp_path)
+    original, reloaded = model.state_dict(), loaded.state_dict()
+    assert original.keys() == reloaded.keys()
+    for name, tensor in original.items():
+        assert torch.equal(tensor, reloaded[name]), name
+
+
+def test_a_bf16_linear_model_refuses_to_save_with_a_reason(tmp_path):
+    model = tiny_qa_model(seed=5)
+    fast = optimize_for_cpu(model, "bf16-linear")
+    with pytest.raises(ValueError, match="bf16-linear.*LITTLEBIRD_CPU_MODE=fp32"):
+        fast.save_pretrained(tmp_path)
+    assert not any(tmp_path.iterdir())
+    model.save_pretrained(tmp_path)  # the model it was made from still saves
+    assert (tmp_path / "model.safetensors").is_file()

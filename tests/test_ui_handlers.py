@@ -16,7 +16,7 @@ from app.examples import find_example, load_examples
 from app.qa import Answer, QAResult
 from app.upload import read_upload
 from tests.qa_factories import qa_tokenizer
-from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
+from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
 SHORT_DOCUMENT = (
     "<h1>Jikji</h1><p>Jikji was printed with movable metal type at Heungdeoksa temple in 1377.</p>"
@@ -212,7 +212,7 @@ def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
 
 def test_load_model_reads_a_checkpoint_directory_once(tmp_path):
     tiny = tiny_loaded_model()
-    tiny.model.save_pretrained(tmp_path)
+    tiny_answering_model().save_pretrained(tmp_path)  # the fp32 model, whichever CPU mode the app picked
     tiny.tokenizer.save_pretrained(tmp_path)
     loaded = ui.load_model(str(tmp_path))
     assert ui.load_model(str(tmp_path)) is loaded
@@ -223,10 +223,31 @@ def test_load_model_reads_a_checkpoint_directory_once(tmp_path):
 
 
 def test_a_checkpoint_without_tokenizer_files_gets_the_e5_tokenizer(tmp_path):
-    tiny_loaded_model().model.save_pretrained(tmp_path)  # as compact checkpoints are saved
+    tiny_answering_model().save_pretrained(tmp_path)  # as compact checkpoints are saved
     tokenizer = ui.load_model(str(tmp_path)).tokenizer
     assert tokenizer("훈민정음")["input_ids"] == qa_tokenizer()("훈민정음")["input_ids"]
     assert tokenizer.convert_tokens_to_ids("[QUESTION]") == qa_tokenizer().convert_tokens_to_ids("[QUESTION]")
+
+
+def test_a_model_the_app_loaded_in_fp32_saves_the_same_weights(tmp_path, monkeypatch):
+    monkeypatch.setenv("LITTLEBIRD_CPU_MODE", "fp32")
+    tiny_answering_model().save_pretrained(tmp_path / "source")
+    loaded = ui.load_model(str(tmp_path / "source"))
+    assert loaded.dtype == "float32"
+    loaded.model.save_pretrained(tmp_path / "copy")
+    again = ui.load_model(str(tmp_path / "copy")).model.state_dict()
+    for name, tensor in tiny_answering_model().state_dict().items():
+        assert torch.equal(again[name], tensor), name
+
+
+def test_a_model_the_app_loaded_in_bf16_linear_refuses_to_save_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("LITTLEBIRD_CPU_MODE", "bf16-linear")  # emulated, so slow, on AVX2 CPUs; fine for a tiny model
+    tiny_answering_model().save_pretrained(tmp_path / "source")
+    loaded = ui.load_model(str(tmp_path / "source"))
+    assert loaded.dtype == "float32, bf16-linear"
+    with pytest.raises(ValueError, match="converted for CPU inference.*LITTLEBIRD_CPU_MODE=fp32"):
+        loaded.model.save_pretrained(tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
 
 
 def test_missing_checkpoints(tmp_path, monkeypatch):

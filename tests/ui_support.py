@@ -25,8 +25,8 @@ TEST_MODEL = "tiny-test-model"
 
 
 @functools.lru_cache(maxsize=1)
-def tiny_loaded_model() -> ui.LoadedModel:
-    """The tests' random two-layer model, served under TEST_MODEL.
+def tiny_answering_model():
+    """The tests' random two-layer model in fp32, as a checkpoint would hold it.
 
     Its no-answer classifier is biased towards "answerable" so that the answer path
     (highlight, probability, offsets) is what the tests see; the spans themselves are
@@ -35,7 +35,13 @@ def tiny_loaded_model() -> ui.LoadedModel:
     model = copy.deepcopy(tiny_model_for_tokenizer(0))  # the cached original is shared with test_qa
     with torch.no_grad():
         model.qa_head.answerable.bias.fill_(6.0)
-    return ui.use_model(TEST_MODEL, model, qa_tokenizer())
+    return model
+
+
+@functools.lru_cache(maxsize=1)
+def tiny_loaded_model() -> ui.LoadedModel:
+    """``tiny_answering_model`` served under TEST_MODEL, in whatever CPU mode the app picks here."""
+    return ui.use_model(TEST_MODEL, tiny_answering_model(), qa_tokenizer())
 
 
 def free_port() -> int:
