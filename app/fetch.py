@@ -33,6 +33,19 @@ _HEADERS = {
 }
 
 
+def looks_like_address(text: str) -> bool:
+    """True when ``text`` is one line that starts with a URL scheme ("https://...", "file:///...",
+    "ftp://...", "javascript:..."): an address to fetch (or refuse), not a document to read.
+
+    A line such as "javascript: a language" (a space after the colon) stays text.
+    """
+    text = (text or "").strip()
+    if "\n" in text or "\r" in text:
+        return False
+    opaque = _OPAQUE_SCHEME.match(text)
+    return bool(_HAS_SCHEME.match(text)) or bool(opaque and text[opaque.end() : opaque.end() + 1].strip())
+
+
 @dataclass
 class _Target:
     url: str
@@ -55,7 +68,7 @@ def parse_url(url: str) -> _Target:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise DocumentError(f"Only http and https addresses can be fetched, not {scheme}:. Please give a web page address.")
+        raise DocumentError(f"Only http and https addresses can be fetched, not {scheme}: ones; for safety, only public web pages can be fetched.")
     if parts.username is not None or parts.password is not None:
         raise DocumentError("Addresses with a user name or password cannot be fetched. Please remove them from the address.")
     try:

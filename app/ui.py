@@ -29,7 +29,7 @@ from app import figures
 from app.clean import Document, clean_document
 from app.errors import DocumentError
 from app.examples import find_example, load_examples
-from app.fetch import fetch_document
+from app.fetch import fetch_document, looks_like_address
 from app.korean import get_kiwi
 from app.qa import QAResult, answer_question
 from app.upload import read_pasted_text, read_upload
@@ -41,7 +41,6 @@ DEFAULT_N_BEST = 5
 DEFAULT_THRESHOLD = 0.5
 SOURCES = ("paste", "url", "upload")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_URL = re.compile(r"^https?://\S+$", re.IGNORECASE)
 
 Report = Callable[[float, str], None]
 
@@ -536,10 +535,13 @@ def stats_line(result: QAResult, loaded: LoadedModel, plot_seconds: float) -> st
 def answer_document(document: str, question: str, *, checkpoint: str | None = None, allow_local: bool = False) -> dict:
     """What the /answer endpoint returns: ``document`` is text, HTML or an http(s) address.
 
+    A one-line ``document`` that starts with any URL scheme is taken as an address, so "file:///etc/passwd"
+    or "ftp://..." is refused like an internal address rather than read as a one-line document.
+
     Uses the default settings (max length, n-best, threshold) and no attention, so it is
     as fast as the model allows. Raises DocumentError or CheckpointError for the user.
     """
-    source = "url" if _URL.match((document or "").strip()) else "paste"
+    source = "url" if looks_like_address(document) else "paste"
     settings = Settings(checkpoint=checkpoint, explore=False)
     view = ask(source, question, settings, pasted=document, url=(document or "").strip(), allow_local=allow_local)
     return api_payload(view.result, view.document)

@@ -45,6 +45,12 @@ def test_a_bad_document_gives_the_user_facing_message(client):
         client.predict("   ", "Anything?", api_name="/answer")
 
 
+@pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt"])
+def test_other_schemes_are_refused_not_read_as_text(client, address):
+    with pytest.raises(AppError, match="Only http and https addresses.*only public web pages can be fetched"):
+        client.predict(address, "What is in it?", api_name="/answer")
+
+
 def test_only_the_answer_endpoint_is_public(client):
     endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert list(endpoints) == ["/answer"]

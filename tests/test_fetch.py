@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from app.errors import DocumentError
-from app.fetch import address_refusal, fetch_document, parse_url
+from app.fetch import address_refusal, fetch_document, looks_like_address, parse_url
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 _real_create_connection = socket.create_connection
@@ -169,10 +169,47 @@ def test_address_without_scheme_means_https():
 # --- refusals with a sentence for the user -------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["ftp://example.org/file.txt", "file:///etc/passwd", "javascript:alert(1)", "data:text/html,hi"])
-def test_only_http_and_https(url):
-    with pytest.raises(DocumentError, match="Only http and https"):
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://example.org/file.txt", "file:///etc/passwd", "FILE:///etc/passwd", "file:/etc/passwd", "file://localhost/etc/passwd",
+     "gopher://example.org/", "ssh://example.org", "javascript:alert(1)", "data:text/html,hi"],
+)  # fmt: skip
+def test_only_http_and_https(url, loopback_only):
+    with pytest.raises(DocumentError, match="Only http and https addresses.*for safety, only public web pages can be fetched"):
         fetch_document(url)
+    assert loopback_only == []
+
+
+def test_other_schemes_get_the_same_refusal_as_internal_addresses():
+    refusals = []
+    for url in ("file:///etc/passwd", "http://10.0.0.1/"):
+        with pytest.raises(DocumentError) as error:
+            fetch_document(url)
+        refusals.append(str(error.value))
+    assert all(r.endswith("for safety, only public web pages can be fetched.") for r in refusals), refusals
+
+
+@pytest.mark.parametrize(
+    "text, address",
+    [
+        ("https://ko.wikipedia.org/wiki/세종", True),
+        ("  http://example.org/a b  ", True),  # typed addresses hold spaces; the fetcher quotes them
+        ("file:///etc/passwd", True),
+        ("file:/etc/passwd", True),
+        ("ftp://example.org/x", True),
+        ("FTP://example.org/x", True),
+        ("javascript:alert(1)", True),
+        ("data:text/html,<h1>hi</h1>", True),
+        ("javascript: a language for web pages", False),  # prose, not an address
+        ("Note: see https://example.org", False),
+        ("file:///etc/passwd\nand a second line", False),  # a document that mentions an address
+        ("<p>https://example.org</p>", False),
+        ("example.org", False),  # without a scheme: text in the API, an https address in the URL box
+        ("", False),
+    ],
+)
+def test_looks_like_address(text, address):
+    assert looks_like_address(text) is address
 
 
 def test_credentials_in_url_are_refused():

@@ -137,7 +137,8 @@ def test_read_document_from_upload_and_url(tmp_path):
 
 @pytest.mark.parametrize(
     "source, kwargs",
-    [("paste", {"pasted": "   "}), ("url", {"url": ""}), ("upload", {"upload": None}), ("url", {"url": "ftp://example.com/x"})],
+    [("paste", {"pasted": "   "}), ("url", {"url": ""}), ("upload", {"upload": None}), ("url", {"url": "ftp://example.com/x"}),
+     ("url", {"url": "file:///etc/passwd"})],
 )
 def test_read_document_errors_are_sentences_for_the_user(source, kwargs):
     with pytest.raises(DocumentError) as error:
@@ -197,6 +198,12 @@ def test_ask_without_attention_has_no_summary(settings):
     view = ui.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
     assert view.summary is None and len(view.result.answers) <= 2
     assert "Ask a question" in view.figures["answer"].layout.annotations[0].text
+
+
+@pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
+def test_answer_document_refuses_other_schemes_like_internal_addresses(settings, address):
+    with pytest.raises(DocumentError, match="for safety, only public web pages can be fetched"):
+        ui.answer_document(address, "What is in it?", checkpoint=TEST_MODEL)
 
 
 def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
