@@ -2,7 +2,8 @@
 
 Modules, one job each: `fetch` (URL -> RawDocument, with the SSRF guard), `upload` (file or
 pasted text -> RawDocument), `decode` (bytes -> text), `clean` (RawDocument -> Document),
-`language` (script ratio), `korean` and `answer_span` (tidy answer spans), `qa` (Document +
-question -> QAResult). Import them directly; this package imports nothing heavy so that
+`qa` (Document + question -> QAResult, through `littlebird.reader`, the reader the evaluation
+scores; language detection and answer tidying live in `littlebird.language` and
+`littlebird.answer_text`). Import them directly; this package imports nothing heavy so that
 `import app` stays cheap. Errors meant for the user are `app.errors.DocumentError`.
 """

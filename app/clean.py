@@ -1,10 +1,10 @@
 """RawDocument -> Document: the text shown to the user and the text fed to the model, linked.
 
 Appendix A.2 (KorQuAD 2.0): headers, footers, navigation, scripts and styles are removed, and
-key HTML elements become tag tokens the model knows (<h1>, <h2>, <p>, <table>, <tr>, <td>,
-<th>, <ul>, <ol>, <li>). Both texts are written side by side, so every character of the model
-text that came from the document knows its index in the shown text; inserted tag tokens and
-separators map to -1. A token's span in the shown text is then exact, in any language.
+key HTML elements become tag tokens the model knows (``littlebird.vocabulary.TAG_TOKENS``).
+Both texts are written side by side, so every character of the model text that came from the
+document knows its index in the shown text; inserted tag tokens and separators map to -1. A
+token's span in the shown text is then exact, in any language.
 """
 
 import re
@@ -17,12 +17,9 @@ from lxml import etree, html as lxml_html
 
 from app.decode import RawDocument
 from app.errors import DocumentError
-from app.language import detect_language
+from littlebird.language import detect_language
+from littlebird.vocabulary import neutralize_special_strings
 
-TAG_TOKENS = ("<h1>", "<h2>", "<p>", "<table>", "<tr>", "<td>", "<th>", "<ul>", "<ol>", "<li>")
-# Strings the tokenizer turns into special tokens; in document text they are plain characters.
-_SPECIAL_STRINGS = re.compile(r"<(?:/?s|pad|unk|mask|h1|h2|p|table|tr|td|th|ul|ol|li)>|\[QUESTION\]", re.IGNORECASE)
-_LOOKALIKE = {"<": "\u2039", "[": "\uff3b"}  # same length, so the character map is unchanged
 _WORD = re.compile(r"\S+")
 
 # Element names of trafilatura's XML and of plain HTML (for the fallback walk), by role.
@@ -154,25 +151,6 @@ class _Writer:
             text = text.rstrip("\n")  # layout breaks after the last block; never mapped characters
         model_text = neutralize_special_strings("".join(self.model), self.map)
         return text, model_text, np.asarray(self.map, dtype=np.int64)
-
-
-def neutralize_special_strings(text: str, mapping: list[int] | None = None) -> str:
-    """Swap the first character of special-token strings ("<p>", "[QUESTION]", "</s>") for a lookalike.
-
-    Document and question text must never produce the model's control tokens. With ``mapping``,
-    only strings that came from the document (mapping >= 0) are touched, not inserted tag tokens.
-    The length never changes, so character maps stay valid.
-    """
-    pieces, last = [], 0
-    for match in _SPECIAL_STRINGS.finditer(text):
-        if mapping is None or mapping[match.start()] >= 0:
-            pieces.append(text[last : match.start()])
-            pieces.append(_LOOKALIKE[text[match.start()]])
-            last = match.start() + 1
-    if not pieces:
-        return text
-    pieces.append(text[last:])
-    return "".join(pieces)
 
 
 # --- HTML ----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import charset_normalizer
 
 from app.errors import DocumentError
+from littlebird.language import HANGUL
 
 # Signatures of common binary formats people upload by mistake, with a name for the message.
 _BINARY_SIGNATURES = {
@@ -48,7 +49,6 @@ _ENCODING_ALIASES = {
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)""", re.IGNORECASE)
 _HTML_START = re.compile(r"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL)
 _HTML_TAG = re.compile(r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|em|strong|section|article)\b[^<>]*>", re.IGNORECASE)
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 
 
 @dataclass
@@ -114,7 +114,7 @@ def _mostly_hangul(text: str) -> bool:
     non_ascii = [ch for ch in text if ord(ch) > 127]
     if not non_ascii:
         return True
-    return sum(1 for ch in non_ascii if _HANGUL.match(ch)) / len(non_ascii) >= 0.6
+    return sum(1 for ch in non_ascii if HANGUL.match(ch)) / len(non_ascii) >= 0.6
 
 
 def decode_bytes(data: bytes, *, declared: str | None = None) -> tuple[str, str]:

@@ -212,7 +212,7 @@ def summarize_attention(
 
 
 def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
-    """``summarize_attention`` for the ``WindowAttention`` that ``app.qa.answer_question`` returns.
+    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of the best answer's window.
 
     ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
     special and question tokens); the answer's tokens are the document tokens overlapping

@@ -30,9 +30,10 @@ from app.clean import Document, clean_document
 from app.errors import DocumentError
 from app.examples import find_example, load_examples
 from app.fetch import fetch_document, looks_like_address
-from app.korean import get_kiwi
 from app.qa import QAResult, answer_question
 from app.upload import read_pasted_text, read_upload
+from littlebird.answer_text import get_kiwi
+from littlebird.language import detect_language
 
 DEFAULT_CHECKPOINT = str(Path(__file__).resolve().parent.parent / "assets" / "littlebird-qa")
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
@@ -269,25 +270,22 @@ def run_qa(
 ) -> tuple[QAResult, figures.AttentionSummary | None]:
     """``answer_question`` with the UI's settings, and the explorer's summary of its attention.
 
-    The one step that needs the accelerator. It returns only CPU data (the raw attention
-    is reduced here and dropped), because on ZeroGPU this runs in a worker process whose
-    result is sent back to the app; reducing early also frees the weights at once.
+    The one step that needs the accelerator. It returns only CPU data (the reader hands the
+    raw attention to the summary and drops it), because on ZeroGPU this runs in a worker process
+    whose result is sent back to the app; reducing early also frees the weights at once.
     """
-    # A baseline reads no further than its position embeddings; LittleBird's distances have no limit.
-    max_length = min(settings.max_length, getattr(loaded.model, "max_input_length", settings.max_length))
+
+    def summarize(window, best):
+        span = None if best is None else (best.start, best.end)
+        return figures.summarize_window(window, text=document.text, answer_span=span, block_size=loaded.block_size)
+
+    # The reader keeps a baseline within its position embeddings and steps half a window.
     result = answer_question(
-        document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=max_length,
-        stride=max(1, max_length // 2), n_best=settings.n_best,
-        no_answer_threshold=settings.no_answer_threshold, output_attentions=settings.explore and not loaded.explorer_note,
+        document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
+        n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold,
+        attention_summary=summarize if settings.explore and not loaded.explorer_note else None,
     )  # fmt: skip
-    if result.attention is None:
-        return result, None
-    clock = time.perf_counter()
-    best = (result.answers[0].start, result.answers[0].end) if result.answers else None
-    summary = figures.summarize_window(result.attention, text=document.text, answer_span=best, block_size=loaded.block_size)
-    result.attention = None
-    result.timings["attention"] = result.timings.get("attention", 0.0) + time.perf_counter() - clock
-    return result, summary
+    return result, result.attention
 
 
 # ----------------------------------------------------------------------------------
@@ -512,10 +510,8 @@ def highlight_document(text: str, result: QAResult | None) -> str:
 
 
 def _lang(text: str) -> str:
-    """"ko" when Hangul dominates the start of ``text``, else "en": for fonts and line breaking."""
-    sample = text[:2000]
-    hangul = sum("\uac00" <= ch <= "\ud7a3" for ch in sample)
-    return "ko" if hangul > len(sample) / 10 else "en"
+    """"ko" when the start of ``text`` reads as Korean or mixed, else "en": for fonts and line breaking."""
+    return "ko" if detect_language(text[:2000]) in ("ko", "mixed") else "en"
 
 
 def stats_line(result: QAResult, loaded: LoadedModel, plot_seconds: float) -> str:

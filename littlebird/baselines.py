@@ -15,7 +15,7 @@ tokens (:func:`littlebird.conversion.extend_word_embeddings`) as LittleBird's co
 so the three differ only in how they handle length. Their QA heads are fresh.
 
 :class:`BaselineQAAdapter` puts either behind LittleBird's QA output, so
-``app.qa.answer_question`` (and the app) run them unchanged.
+:func:`littlebird.reader.read` (the app and the evaluation) runs them unchanged.
 """
 
 from __future__ import annotations

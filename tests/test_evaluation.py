@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.evaluation import (best_scores, detect_language, korquad_scores, length_bucket, normalize_korquad,
+from littlebird.evaluation import (best_scores, korquad_scores, metric_language, length_bucket, normalize_korquad,
                                    normalize_squad, squad_scores, summarize, Prediction)
 
 
@@ -33,8 +33,9 @@ def test_korquad_f1_is_character_level_without_spaces():
 def test_best_scores_take_the_best_gold_answer_and_the_question_language():
     assert best_scores("Denver Broncos", ["Broncos", "Denver Broncos"], "en") == (1.0, 1.0)
     assert best_scores("", ["x"], "en") == (0.0, 0.0)
-    assert detect_language("현대적 인사조직관리의 시발점이 된 책은?") == "ko"
-    assert detect_language("Who wrote it?") == "en"
+    assert metric_language("현대적 인사조직관리의 시발점이 된 책은?") == "ko"
+    assert metric_language("Who wrote it?") == "en"
+    assert metric_language("세종 Sejong: who was he?") == "ko"  # any Hangul: KorQuAD's normalisation
 
 
 @pytest.mark.parametrize("n, bucket", [(1, "<=512"), (512, "<=512"), (513, "512-2K"), (2048, "512-2K"),

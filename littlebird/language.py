@@ -6,7 +6,7 @@ or not) and works on a question of three words, where statistical detectors gues
 
 import re
 
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")  # syllables, jamo, compatibility jamo
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -24,7 +24,7 @@ LANGUAGES = ("ko", "en", "mixed", "unknown")
 def script_counts(text: str) -> tuple[int, int, int]:
     """(Hangul letters, Latin letters, all letters) in ``text``."""
     sample = text[:_SAMPLE_CHARS]
-    return len(_HANGUL.findall(sample)), len(_LATIN.findall(sample)), len(_LETTER.findall(sample))
+    return len(HANGUL.findall(sample)), len(_LATIN.findall(sample)), len(_LETTER.findall(sample))
 
 
 def detect_language(text: str) -> str:
@@ -43,4 +43,4 @@ def detect_language(text: str) -> str:
 
 def has_hangul(text: str) -> bool:
     """True if ``text`` contains any Hangul: the cue for Korean particle trimming on an answer."""
-    return _HANGUL.search(text) is not None
+    return HANGUL.search(text) is not None

