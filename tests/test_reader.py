@@ -1,0 +1,129 @@
+"""The one reader: layout, question cap, windows (and one pass), span decoding and merging, model limits.
+
+Decoding rules run on hand-made logits; the teacher and a tiny random LittleBird run the whole
+reader. The baselines go through it in ``test_baselines.py``.
+"""
+
+import numpy as np
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from littlebird.answer_text import tidy_answer_span
+from littlebird.conversion import littlebird_config_from_bert
+from littlebird.reader import (
+    MAX_QUESTION_TOKENS,
+    Candidate,
+    WindowLogits,
+    build_windows,
+    merge_candidates,
+    question_prefix,
+    read,
+    span_candidates,
+    special_ids,
+    tokenize_questions,
+    window_capacity,
+    window_length,
+    window_starts,
+)
+from littlebird.training.teacher import TeacherForQuestionAnswering
+from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+TEXT = ("Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
+        "세종대왕이 훈민정음을 1443년에 만들었다. ") * 12
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return qa_tokenizer()
+
+
+def test_layout_and_the_one_question_cap(tokenizer):
+    ids = special_ids(tokenizer)
+    assert ids.question == tokenizer.convert_tokens_to_ids("[QUESTION]") and ids.cls == tokenizer.cls_token_id
+    long_question = " ".join(["why"] * 200) + "?"
+    tokens = tokenize_questions([long_question], tokenizer)[0]
+    assert len(tokens) > MAX_QUESTION_TOKENS
+    prefix = question_prefix(tokens, ids, 8192)
+    assert prefix[:2] == [ids.cls, ids.question] and prefix[-1] == ids.sep
+    assert prefix[2:-1] == tokens[:MAX_QUESTION_TOKENS]
+    assert len(question_prefix(tokens, ids, 128)) == 128 // 4 + 3  # a short window keeps room for the document
+    assert len(question_prefix(tokens, ids, None)) == MAX_QUESTION_TOKENS + 3
+    # a question spelling a special token stays text
+    spelled = tokenize_questions(["What is [QUESTION] <p>?"], tokenizer)[0]
+    assert not set(spelled) & set(tokenizer.all_special_ids)
+
+
+def test_windows_are_spread_evenly_and_one_pass_is_one_window():
+    assert window_starts(100, 200, 50) == [0]
+    assert window_starts(32_748, 8_172, 4_096) == [0, 4_096, 8_192, 12_288, 16_384, 20_480, 24_576]
+    starts = window_starts(32_768, 8_180, 4_096)  # 12 tokens past six strides: one more window, spread evenly
+    assert len(starts) == 8 and starts[-1] == 32_768 - 8_180 and max(b - a for a, b in zip(starts, starts[1:])) <= 4_096
+    assert window_starts(10, 4, 100) == [0, 3, 6]  # a stride wider than the window is narrowed
+    assert window_capacity(50_000, 20, None) == 50_000 and window_capacity(50_000, 20, 8192) == 8172
+    ids, mask = build_windows([0, 9, 9, 2], np.arange(10, 30), [0, 8], 12, 1)
+    assert ids[0].tolist() == [0, 9, 9, 2, *range(10, 22)] and ids[1].tolist() == [0, 9, 9, 2, *range(18, 30)]
+    ids, mask = build_windows([0, 9, 2], np.arange(10, 15), [0], 12, 1)  # a short document: no padding
+    assert ids.shape == (1, 8) and mask.all()
+
+
+def test_decoding_rules_on_fake_logits():
+    # Tokens 0..5 of a document whose token 2 is a tag token; prefix of 3 tokens.
+    text = "alpha beta gamma delta"
+    spans = np.array([[0, 5], [6, 10], [-1, -1], [11, 16], [17, 22], [17, 22]])
+    end_logits = np.full((1, 3, 3), -np.inf)
+    end_logits[0, 0] = [1.0, 2.0, 0.5]  # spans (0,0), (0,1); (0,2) ends on the tag token: no text
+    end_logits[0, 1] = [8.0, 8.0, 8.0]  # a start inside the question: never an answer
+    end_logits[0, 2] = [0.0, -np.inf, -np.inf]  # start on the tag token: no text
+    logits = WindowLogits(np.array([[3, 1, 5]]), np.array([[5.0, 9.0, 4.0]]), end_logits, np.array([0.0]))
+    found = span_candidates(logits, spans, 3, [0], limit=10)
+    assert [(c.start, c.end) for c in found] == [(0, 10), (0, 5)]
+    assert [c.score for c in found] == [7.0, 6.0]
+    answers = merge_candidates(found + [Candidate(6.5, 0, 10, 1)], text, n_best=5)
+    assert [(a.text, a.score, a.window) for a in answers] == [("alpha beta", 7.0, 0), ("alpha", 6.0, 0)]
+    assert sum(a.probability for a in answers) == pytest.approx(1.0)
+    assert answers[0].probability == pytest.approx(1 / (1 + np.exp(-1.0)))
+
+
+def test_tidy_hook_merges_spans_that_tidy_to_the_same_answer():
+    text = "세종대왕이 만들었다. 세종대왕"
+    candidates = [Candidate(3.0, 0, 5, 0), Candidate(2.0, 0, 4, 1), Candidate(1.0, 12, 16, 1)]
+    plain = merge_candidates(candidates, text, n_best=5)
+    tidied = merge_candidates(candidates, text, n_best=5, tidy=tidy_answer_span)
+    assert [a.text for a in plain] == ["세종대왕이", "세종대왕", "세종대왕"]
+    assert [(a.text, a.start, a.window) for a in tidied] == [("세종대왕", 0, 0), ("세종대왕", 12, 1)]
+
+
+def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
+    model = tiny_model_for_tokenizer()
+    question = "How deep is Lake Baikal?"
+    one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=None, n_best=3)
+    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3)
+    n = one_pass.n_tokens
+    assert n > 400 and one_pass.window_token_spans == [(0, n)] and windowed.n_tokens == n
+    assert windowed.n_windows > 8 and windowed.window_token_spans[-1][1] == n
+    for reading in (one_pass, windowed):
+        assert 1 <= len(reading.answers) <= 3 and set(reading.timings) == {"tokenize", "model", "decode"}
+        assert all(a.text == TEXT[a.start : a.end] and a.text.strip() for a in reading.answers)
+        assert 0.0 < reading.answerable_probability < 1.0 and reading.attention is None
+    empty = read(question, "  \n ", model=model, tokenizer=tokenizer)
+    assert empty.answers == [] and empty.no_answer and empty.n_windows == 0
+
+
+def tiny_teacher(tokenizer, max_positions: int = 64) -> TeacherForQuestionAnswering:
+    torch.manual_seed(0)
+    bert_config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                             intermediate_size=64, max_position_embeddings=max_positions, pad_token_id=1,
+                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = littlebird_config_from_bert(bert_config, question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
+    return TeacherForQuestionAnswering(BertModel(bert_config, add_pooling_layer=False), config).eval()
+
+
+def test_the_teacher_reads_within_its_positions(tokenizer):
+    teacher = tiny_teacher(tokenizer)
+    assert window_length(teacher, 8192) == 64 and window_length(teacher, None) == 64 and window_length(teacher, 32) == 32
+    assert window_length(tiny_model_for_tokenizer(), None) is None  # LittleBird: no position limit
+    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer, max_length=None, n_best=2)
+    widths = [end - start for start, end in reading.window_token_spans]
+    assert reading.n_windows > 10 and max(widths) + reading.question_length <= 64
+    assert reading.answers and all(a.text == TEXT[a.start : a.end] for a in reading.answers)
