@@ -285,7 +285,8 @@ def run_qa(
         n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold,
         attention_summary=summarize if settings.explore and not loaded.explorer_note else None,
     )  # fmt: skip
-    return result, result.attention
+    summary, result.attention = result.attention, None  # beside the answer, not inside it
+    return result, summary
 
 
 # ----------------------------------------------------------------------------------
