@@ -256,16 +256,26 @@ def model_device(model) -> torch.device:
 
 
 def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, top_k_starts: int,
-                max_answer_length: int, batch_size: int = 1) -> WindowLogits:
-    """One forward per ``batch_size`` windows."""
+                max_answer_length: int, batch_size: int = 1, deadline: float | None = None,
+                on_window: Callable[[int, int], None] | None = None) -> WindowLogits:
+    """One forward per ``batch_size`` windows, stopping between batches once ``time.monotonic()``
+    passes ``deadline`` (the first batch always runs, so there is something to answer from).
+
+    ``on_window(done, total)`` is called after each batch. The logits cover the windows read,
+    the first ``len(answerable_logits)`` of ``input_ids``.
+    """
     device = model_device(model)
     outputs = []
     with torch.inference_mode():
         for first in range(0, len(input_ids), batch_size):
+            if outputs and deadline is not None and time.monotonic() >= deadline:
+                break
             out = model(input_ids=input_ids[first : first + batch_size].to(device),
                         attention_mask=attention_mask[first : first + batch_size].to(device),
                         top_k_starts=top_k_starts, max_answer_length=max_answer_length)
             outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
+            if on_window is not None:
+                on_window(min(first + batch_size, len(input_ids)), len(input_ids))
     indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
     # bf16 logits have no numpy type; float32 is exact for them.
     return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy())
@@ -337,6 +347,8 @@ class Reading:
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP]
     timings: dict[str, float] = field(default_factory=dict)  # seconds: tokenize, model, decode (+ attention)
     attention: Any = None  # what ``attention_summary`` made of the best answer's window
+    windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when the budget ran out
+    note: str | None = None  # a sentence for the user when only part of the document was read
 
     @property
     def n_windows(self) -> int:
@@ -368,7 +380,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
          max_answer_length: int = MAX_ANSWER_LENGTH, top_k_starts: int = TOP_K_STARTS,
          no_answer_threshold: float = 0.5, tidy: Tidy | None = None, window_batch_size: int = 1,
-         attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None) -> Reading:
+         attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
+         time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -380,12 +393,19 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     if given, receives the best answer's window with the model's attention weights, and its
     result is returned as ``Reading.attention``. A document without text gives no answers and no
     windows.
+
+    ``time_budget``: seconds from the call after which no further window is started (None:
+    unbounded, as the evaluation reads). The first window is always read; when the budget stops
+    the reading early, the answers come from the windows read, ``Reading.n_windows`` is below
+    ``Reading.windows_planned`` and ``Reading.note`` says so. ``on_window(done, total)`` is
+    called after each model call, for progress bars.
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1:
         raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
                          f"top_k_starts >= 1; got {max_length}, {stride}, {n_best}, {max_answer_length}, {top_k_starts}")
     clock = time.perf_counter()
+    deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
     max_length = window_length(model, max_length)
     ids = special_ids(tokenizer, model)
     encoded = encode_text(text if model_text is None else model_text, tokenizer, text=text, model_to_text=model_to_text)
@@ -402,8 +422,10 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
     logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
-                         max_answer_length=max_answer_length, batch_size=max(1, window_batch_size))
+                         max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
+                         deadline=deadline, on_window=on_window)
     timings["model"] = time.perf_counter() - clock
+    planned, starts = len(starts), starts[: len(logits.answerable_logits)]
 
     clock = time.perf_counter()
     candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER)
@@ -411,7 +433,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
-                      [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings)
+                      [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned)
+    if len(starts) < planned:
+        reading.note = (f"The time for one question ({time_budget:g} s) ran out after {len(starts)} of {planned} windows, "
+                        f"so only tokens 0-{reading.window_token_spans[-1][1]:,} of {n_tokens:,} were read; "
+                        "the answer may be in the rest. Ask about a shorter part of the document for a full reading.")
     if attention_summary is not None:
         clock = time.perf_counter()
         window = answers[0].window if answers else 0

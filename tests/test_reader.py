@@ -110,6 +110,37 @@ def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     assert empty.answers == [] and empty.no_answer and empty.n_windows == 0
 
 
+class CountingModel(torch.nn.Module):
+    """Wraps a model and counts the windows it is asked to read."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.windows = model, 0
+
+    def forward(self, input_ids, **kwargs):
+        self.windows += len(input_ids)
+        return self.model(input_ids=input_ids, **kwargs)
+
+
+def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
+    model = CountingModel(tiny_model_for_tokenizer())
+    question = "How deep is Lake Baikal?"
+    progress = []
+    full = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48,
+                on_window=lambda done, total: progress.append((done, total)))
+    assert full.note is None and full.n_windows == full.windows_planned == model.windows > 8
+    assert progress == [(i, full.n_windows) for i in range(1, full.n_windows + 1)]
+
+    model.windows = 0
+    cut = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, time_budget=0.0,
+               attention_summary=lambda window, best: window.window)
+    assert model.windows == 1 + 1  # the first window, then its attention rerun; no second window
+    assert cut.n_windows == 1 and cut.windows_planned == full.n_windows
+    assert cut.window_token_spans == full.window_token_spans[:1] and cut.attention == 0
+    assert "ran out after 1 of" in cut.note and f"of {full.n_tokens:,} were read" in cut.note
+    assert cut.answers and all(a.window == 0 and a.end <= len(TEXT) for a in cut.answers)
+
+
 def tiny_teacher(tokenizer, max_positions: int = 64) -> TeacherForQuestionAnswering:
     torch.manual_seed(0)
     bert_config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
