@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from app.clean import Document
+from app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
-from littlebird.reader import DEFAULT_MAX_LENGTH, Answer, WindowAttention, model_device, read
+from littlebird.reader import DEFAULT_MAX_LENGTH, Answer, WindowAttention, encode_text, model_device, read
 
 __all__ = ["Answer", "QAResult", "answer_question"]
 
@@ -29,7 +30,7 @@ class QAResult:
     question_language: str
     device: str
     window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window
-    message: str | None = None  # a sentence for the user when there is no clear answer
+    message: str | None = None  # a sentence for the user when there is no clear answer or only part was read
     attention: Any = None  # the ``attention_summary`` of the best answer's window, when one was asked for
 
 
@@ -49,7 +50,9 @@ def _message(result: QAResult, document: Document) -> str | None:
 def answer_question(document: Document, question: str, *, model, tokenizer, max_length: int | None = DEFAULT_MAX_LENGTH,
                     stride: int | None = None, n_best: int = 5, max_answer_length: int = 30,
                     no_answer_threshold: float = 0.5, window_batch_size: int = 1,
-                    attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None) -> QAResult:
+                    attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
+                    max_tokens: int | None = None, time_budget: float | None = None,
+                    on_window: Callable[[int, int], None] | None = None) -> QAResult:
     """Answer ``question`` from ``document`` with an extractive QA model (LittleBird, teacher or baseline).
 
     Returns up to ``n_best`` answers as spans of ``document.text``, tidied with
@@ -58,6 +61,10 @@ def answer_question(document: Document, question: str, *, model, tokenizer, max_
     question or a document without text gives a result with a ``message``, never an exception.
     ``window_batch_size`` windows go through the model per call (1 by default: on 2 CPU cores a
     32K document took 8.4 s in single windows, 8.8 s in pairs).
+
+    ``max_tokens``: a document with more tokens is refused with a DocumentError before the model
+    runs (None: no limit). ``time_budget`` and ``on_window`` go to the reader: when the budget
+    stops it early, the reader's note opens ``message``.
     """
     timings = {"fetch": document.fetch_seconds, "clean": document.clean_seconds}
     question = (question or "").strip()
@@ -67,10 +74,14 @@ def answer_question(document: Document, question: str, *, model, tokenizer, max_
         timings.update(tokenize=0.0, model=0.0, decode=0.0)
         return QAResult([], True, 0.0, timings, 0, 0, question_language, device, [],
                         message="Please type a question about the document.")
+    if max_tokens is not None:  # tokenized once: the reader finds these tokens in its cache
+        encoded = encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
+        check_tokens(len(encoded.input_ids), max_tokens)
     reading = read(question, document.text, model=model, tokenizer=tokenizer, model_text=document.model_text,
                    model_to_text=document.model_to_text, max_length=max_length, stride=stride, n_best=n_best,
                    max_answer_length=max_answer_length, no_answer_threshold=no_answer_threshold, tidy=tidy_answer_span,
-                   window_batch_size=window_batch_size, attention_summary=attention_summary)
+                   window_batch_size=window_batch_size, attention_summary=attention_summary, time_budget=time_budget,
+                   on_window=on_window)
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
                       reading.n_windows, question_language, device, reading.window_token_spans,
@@ -78,5 +89,5 @@ def answer_question(document: Document, question: str, *, model, tokenizer, max_
     if reading.n_windows == 0:
         result.message = "The document has no text to search."
     else:
-        result.message = _message(result, document)
+        result.message = " ".join(m for m in (reading.note, _message(result, document)) if m) or None
     return result

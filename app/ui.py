@@ -30,6 +30,7 @@ from app.clean import Document, clean_document
 from app.errors import DocumentError
 from app.examples import find_example, load_examples
 from app.fetch import fetch_document, looks_like_address
+from app.limits import Limits, check_characters
 from app.qa import QAResult, answer_question
 from app.upload import read_pasted_text, read_upload
 from littlebird.answer_text import get_kiwi
@@ -255,20 +256,27 @@ def _short_path(path: str) -> str:
         return path
 
 
+_ON_ZERO_GPU = False  # set by _gpu_task: run_qa then runs in a worker process, where callbacks do not reach the page
+
+
 def _gpu_task(fn: Callable) -> Callable:
     """``spaces.GPU`` around ``fn`` on a ZeroGPU Space (the package exists only there), else ``fn``."""
+    global _ON_ZERO_GPU
     try:
         import spaces  # type: ignore[import-not-found]
     except ImportError:
         return fn
+    _ON_ZERO_GPU = True
     return spaces.GPU(duration=120)(fn)
 
 
 @_gpu_task
 def run_qa(
-    document: Document, question: str, loaded: LoadedModel, settings: "Settings"
+    document: Document, question: str, loaded: LoadedModel, settings: "Settings", limits: Limits | None = None,
+    on_window: Callable[[int, int], None] | None = None,
 ) -> tuple[QAResult, figures.AttentionSummary | None]:
-    """``answer_question`` with the UI's settings, and the explorer's summary of its attention.
+    """``answer_question`` with the UI's settings within ``limits`` (default: from the environment),
+    and the explorer's summary of its attention. ``on_window(done, total)`` follows the windows.
 
     The one step that needs the accelerator. It returns only CPU data (the reader hands the
     raw attention to the summary and drops it), because on ZeroGPU this runs in a worker process
@@ -279,11 +287,13 @@ def run_qa(
         span = None if best is None else (best.start, best.end)
         return figures.summarize_window(window, text=document.text, answer_span=span, block_size=loaded.block_size)
 
+    limits = Limits.from_environment() if limits is None else limits
     # The reader keeps a baseline within its position embeddings and steps half a window.
     result = answer_question(
         document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
         n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold,
         attention_summary=summarize if settings.explore and not loaded.explorer_note else None,
+        max_tokens=limits.max_tokens, time_budget=limits.question_seconds, on_window=on_window,
     )  # fmt: skip
     summary, result.attention = result.attention, None  # beside the answer, not inside it
     return result, summary
@@ -328,12 +338,14 @@ def read_document(
     upload: str | None = None,
     allow_local: bool = False,
     report: Report = _silent,
+    limits: Limits | None = None,
 ) -> Document:
     """Fetch, read or take the pasted document for ``source`` ("paste", "url" or "upload"), cleaned.
 
     The cleaned Document is cached, so asking a second question about the same text,
     file or (for ten minutes) URL skips fetching and cleaning; its timings then read 0.
-    Raises DocumentError with a sentence for the user.
+    A document over the character limit of ``limits`` (default: from the environment) is
+    refused before it is cleaned. Raises DocumentError with a sentence for the user.
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
@@ -361,6 +373,7 @@ def read_document(
         raw = read_upload(upload)
     else:
         raw = read_pasted_text(pasted)
+    check_characters(raw, Limits.from_environment() if limits is None else limits)
     report(0.15, "Cleaning the document")
     document = clean_document(raw)
     with _documents_lock:
@@ -414,14 +427,22 @@ def ask(
     """Answer ``question`` about the document from ``source``, with everything the page shows.
 
     Stages are reported through ``report(fraction, message)``: fetching or reading,
-    cleaning, the model, the plots. Raises DocumentError or CheckpointError, whose text is
-    for the user.
+    cleaning, each window the model reads, the plots. The document and the time are bounded by
+    ``Limits.from_environment()`` (see ``app.limits``). Raises DocumentError or CheckpointError,
+    whose text is for the user.
     """
-    document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report)
+    limits = Limits.from_environment()
+    document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report,
+                             limits=limits)
     report(0.25, "Loading the model")
     loaded = load_model(settings.checkpoint)
-    report(0.3, f"Running the model on {loaded.device}" + (" and collecting its attention" if settings.explore else ""))
-    result, summary = run_qa(document, question, loaded, settings)
+    running = f"Running the model on {loaded.device}"
+    report(0.3, running + (" and collecting its attention" if settings.explore else ""))
+
+    def on_window(done: int, total: int) -> None:
+        report(0.3 + 0.5 * done / total, f"{running}: window {done} of {total} read")  # up to 0.8, before the plots
+
+    result, summary = run_qa(document, question, loaded, settings, limits, None if _ON_ZERO_GPU else on_window)
     report(0.85, "Drawing the plots")
     clock = time.perf_counter()
     plots = explorer_plots(summary, loaded, layer=layer, head=head)
@@ -822,7 +843,9 @@ def build_demo(
                 ``start`` and ``end`` (character offsets into ``text``, the cleaned document),
                 ``no_answer``, ``answerable_probability``, ``n_best`` (a list of {answer, score,
                 probability, start, end}), ``message``, ``n_tokens``, ``n_windows``, ``device``
-                and ``timings`` (seconds per stage).
+                and ``timings`` (seconds per stage). When the time per question ran out, ``message``
+                says how much of the document was read. A document over the size limit (see
+                ``app/limits.py``) is refused with an error that gives its size and the limit.
             """
             try:
                 return answer_document(document, question, checkpoint=checkpoint, allow_local=allow_local_urls)

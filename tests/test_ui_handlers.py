@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,9 @@ from app import ui
 from app.clean import clean_document
 from app.errors import DocumentError
 from app.examples import find_example, load_examples
+from app.limits import DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from app.qa import Answer, QAResult
-from app.upload import read_upload
+from app.upload import read_pasted_text, read_upload
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
@@ -212,6 +214,73 @@ def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
     assert payload["answer"] == payload["text"][payload["start"] : payload["end"]]
     assert payload["n_best"][0]["answer"] == payload["answer"] and not payload["no_answer"]
     assert set(payload["timings"]) >= {"clean", "tokenize", "model", "decode"}
+
+
+# ---- bounds: document size and time per question ----------------------------------------
+
+
+@pytest.fixture
+def no_cleaning_or_model(monkeypatch) -> list[str]:
+    """Cleaning and the model record their calls instead of running: what a refusal must never reach."""
+    calls: list[str] = []
+    monkeypatch.setattr(ui, "clean_document", lambda raw: calls.append("clean"))
+    monkeypatch.setattr(ui, "load_model", lambda checkpoint=None: calls.append("load_model"))
+    monkeypatch.setattr(ui, "run_qa", lambda *args, **kwargs: calls.append("run_qa"))
+    return calls
+
+
+def test_an_oversized_paste_is_refused_at_once_with_its_size_and_the_limit(no_cleaning_or_model):
+    paste = "Jikji was printed with movable metal type in 1377. " * 48_000  # 2.4 MB, as in the issue
+    with pytest.raises(DocumentError) as error:
+        ui.answer_document(paste, "When was Jikji printed?", checkpoint=TEST_MODEL)
+    message = str(error.value)
+    limits = Limits()
+    assert f"{len(paste):,} characters" in message and f"{limits.max_characters:,} characters" in message
+    assert f"{limits.max_tokens:,} tokens" in message and "Please paste or upload only the part" in message
+    assert no_cleaning_or_model == []
+
+
+def test_the_character_limit_applies_to_uploads_and_fetched_pages(tmp_path, monkeypatch, no_cleaning_or_model):
+    monkeypatch.setenv("LITTLEBIRD_MAX_TOKENS", "100")  # 800 characters of plain text
+    path = tmp_path / "long.txt"
+    path.write_text("Jikji was printed in 1377. " * 40, encoding="utf-8")  # 1,080 characters
+    with pytest.raises(DocumentError, match="1,080 characters long; this app reads at most 800 characters"):
+        ui.read_document("upload", upload=str(path))
+    with serve_directory(tmp_path) as base, pytest.raises(DocumentError, match="at most 800 characters"):
+        ui.read_document("url", url=f"{base}/long.txt", allow_local=True)
+    html = read_pasted_text(SHORT_DOCUMENT * 8)  # markup is mostly not text: HTML has the byte cap, text the token limit
+    assert html.is_html and Limits(max_tokens=100).max_characters < len(html.text) < MAX_HTML_CHARACTERS
+    check_characters(html, Limits(max_tokens=100))
+    assert no_cleaning_or_model == []
+
+
+def test_the_limits_come_from_the_environment():
+    assert Limits.from_environment({}) == Limits(DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS)
+    assert Limits.from_environment({"LITTLEBIRD_MAX_TOKENS": "4096", "LITTLEBIRD_QUESTION_SECONDS": "none"}) == Limits(4096, None)
+    with pytest.raises(ValueError, match="question_seconds must be positive"):
+        Limits.from_environment({"LITTLEBIRD_QUESTION_SECONDS": "0"})
+
+
+def test_a_document_over_the_token_limit_is_refused_before_the_model_reads_it(settings, monkeypatch):
+    monkeypatch.setenv("LITTLEBIRD_MAX_TOKENS", "20")  # 160 characters pass, but they are more than 20 tokens
+    calls = []
+    monkeypatch.setattr("app.qa.read", lambda *args, **kwargs: calls.append("read"))
+    with pytest.raises(DocumentError, match=r"tokens long; this app reads at most 20 tokens per question"):
+        ui.ask("paste", "When?", settings, pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, "
+                                                  "and the volume is in Paris.")
+    assert calls == []
+
+
+def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeypatch):
+    monkeypatch.setenv("LITTLEBIRD_QUESTION_SECONDS", "1e-9")  # spent after the first window
+    pasted = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 120  # about 2,000 tokens
+    reports = []
+    view = ui.ask("paste", "When was Jikji printed?", replace(settings, explore=False, max_length=512), pasted=pasted,
+                  report=lambda fraction, message: reports.append(message))
+    assert view.result.n_windows == 1 and "ran out after 1 of" in view.result.message
+    assert "ran out after 1 of" in view.answer_html and "1 window ·" in view.stats
+    assert any("window 1 of" in message for message in reports)
+    assert ui.api_payload(view.result, view.document)["message"] == view.result.message
 
 
 # ---- the model -------------------------------------------------------------------------
