@@ -7,7 +7,11 @@ the Korean set, read from ``../shared/data``) are run through the stage's object
   (padded to their longest feature), fp32, every layer trained;
 - ``new``: batches grouped by length, bf16 autocast where the CPU multiplies bf16 natively
   (``--mixed-precision auto``), the lowest ``--freeze-layers`` layers fixed;
-- further rows take one lever at a time, so each one's share is visible.
+- further rows take one lever at a time, so each one's share is visible;
+- ``new + jemalloc``: the ``new`` row again in a child process whose memory allocator is jemalloc
+  that never hands memory back (``--jemalloc``, where Debian's libjemalloc2 is installed). With
+  glibc's allocator, tensors of tens of MB go back to the kernel when freed and are faulted in
+  again at the next step; the allocator can only be chosen when a process starts.
 
 It prints the CPU's relevant flags, then one row per stage and setting: seconds per step,
 features/s, real (unpadded) tokens/s, padded tokens/s, and features/s as a ratio to ``shipped``
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -42,6 +48,8 @@ from littlebird.training.objectives import DistillationObjective, QAObjective  #
 from littlebird.training.teacher import build_teacher, freeze_lower_layers, freeze_word_embeddings  # noqa: E402
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+JEMALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"  # never return freed pages to the kernel
 
 
 @dataclass
@@ -61,6 +69,26 @@ def cpu_flags() -> str:
     flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
     return f"{model}; " + ", ".join(f"{flag} {'yes' if flag in flags else 'no'}" for flag in CPU_FLAGS)
+
+
+def allocator() -> str:
+    """'jemalloc' when this process runs on it (LD_PRELOAD), else 'glibc'."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return "unknown"
+    return "jemalloc" if "jemalloc" in maps else "glibc"
+
+
+def jemalloc_row(stage: str, args, baseline: float) -> None:
+    """The stage's ``new`` row measured in a child process on jemalloc; prints its table row."""
+    command = [sys.executable, __file__, "--stages", stage, "--rows", "new", "--child-baseline", str(baseline),
+               "--steps", str(args.steps), "--questions", str(args.questions), "--data-dir", args.data_dir,
+               "--freeze-layers", str(args.freeze_layers), "--student-layers", str(args.student_layers)]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
+    env = dict(os.environ, LD_PRELOAD=JEMALLOC, MALLOC_CONF=JEMALLOC_CONF)
+    subprocess.run(command, env=env, check=True)
 
 
 def short_features(tokenizer, corpus, args, *, max_length: int, with_sentence_ends: bool):
@@ -139,11 +167,18 @@ def main(argv=None) -> None:
     parser.add_argument("--freeze-layers", type=int, default=3, help="the new recipe's frozen lower layers")
     parser.add_argument("--student-layers", type=int, default=12)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--jemalloc", action=argparse.BooleanOptionalAction, default=os.path.exists(JEMALLOC),
+                        help="add the new + jemalloc row (default: where libjemalloc2 is installed)")
+    parser.add_argument("--rows", nargs="+", default=None, help=argparse.SUPPRESS)  # a child's rows
+    parser.add_argument("--child-baseline", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    child = args.child_baseline is not None
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    print(f"CPU: {cpu_flags()}; torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if not child:
+        print(f"CPU: {cpu_flags()}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
+              f"allocator {allocator()}")
     tokenizer = build_tokenizer()
     corpus = load_corpus(args.data_dir)
     teacher = build_teacher()
@@ -158,24 +193,30 @@ def main(argv=None) -> None:
     }
     # The shipped recipe: batch 16 at 256 tokens (teacher, distillation), batch 4 at 1024 (long context).
     shapes = {"teacher": (16, 256), "distill": (16, 256), "long": (4, 1024)}
-    print(f"\n| stage | setting | precision | frozen layers | s/step | features/s | tokens/s | padded tokens/s | features/s vs shipped |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    if not child:
+        print(f"\n| stage | setting | precision | frozen layers | s/step | features/s | tokens/s | padded tokens/s | features/s vs shipped |")
+        print("|---|---|---|---|---|---|---|---|---|")
     for stage in args.stages:
         batch_size, max_length = shapes[stage]
         distilled = stage != "teacher"
         features = (long_features(tokenizer, corpus, args) if stage == "long" else
                     short_features(tokenizer, corpus, args, max_length=max_length, with_sentence_ends=distilled))
         collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=0.2 if distilled else 0.0, seed=0)
-        baseline = None
+        baseline = args.child_baseline
         for setting in rows[stage]:
+            if args.rows and not any(setting.name.startswith(prefix) for prefix in args.rows):
+                continue
             torch.manual_seed(0)
             objective = stage_objective(stage, teacher, setting, args.student_layers)
             result = time_steps(objective, features, collate, setting, batch_size=batch_size, steps=args.steps)
             baseline = baseline or result["features_s"]
-            print(f"| {stage} | {setting.name} | {result['precision']} | {setting.freeze_layers} | "
+            name = f"{setting.name} + jemalloc" if child else setting.name
+            print(f"| {stage} | {name} | {result['precision']} | {setting.freeze_layers} | "
                   f"{result['s_step']:.2f} | {result['features_s']:.2f} | {result['tokens_s']:.0f} | "
                   f"{result['padded_s']:.0f} | {result['features_s'] / baseline:.2f}x |", flush=True)
             del objective
+        if args.jemalloc and not child and allocator() != "jemalloc":
+            jemalloc_row(stage, args, baseline)
 
 
 if __name__ == "__main__":
