@@ -9,9 +9,10 @@ the Korean set, read from ``../shared/data``) are run through the stage's object
   (``--mixed-precision auto``), the lowest ``--freeze-layers`` layers fixed;
 - further rows take one lever at a time, so each one's share is visible;
 - ``new + jemalloc``: the ``new`` row again in a child process whose memory allocator is jemalloc
-  that never hands memory back (``--jemalloc``, where Debian's libjemalloc2 is installed). With
-  glibc's allocator, tensors of tens of MB go back to the kernel when freed and are faulted in
-  again at the next step; the allocator can only be chosen when a process starts.
+  that never hands memory back (``--jemalloc``, where Debian's libjemalloc2 is installed); the
+  allocator can only be chosen when a process starts. A few timed steps show little of it: the
+  page faults it saves build up over many steps of varied shapes (the training script's comment
+  gives a long run's numbers).
 
 It prints the CPU's relevant flags, then one row per stage and setting: seconds per step,
 features/s, real (unpadded) tokens/s, padded tokens/s, and features/s as a ratio to ``shipped``

@@ -27,21 +27,25 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from littlebird.training.loop import MODEL_DIR, SNAPSHOT_DIR, STATE_FILE  # noqa: E402
+
 SETS = ("dev-en-paragraph", "dev-ko-paragraph")
 
 
 def run_points(run_dir: Path) -> list[tuple[int, Path]]:
     """(optimizer step, model folder) of every snapshot and of the final model, in step order."""
-    points = [(int(p.name.removeprefix("step-")), p) for p in (run_dir / "snapshots").glob("step-*") if p.is_dir()]
+    points = [(int(p.name.removeprefix("step-")), p) for p in (run_dir / SNAPSHOT_DIR).glob("step-*") if p.is_dir()]
     summary = run_dir / "summary.json"
-    if summary.exists() and (run_dir / "model").is_dir():
+    if summary.exists() and (run_dir / MODEL_DIR).is_dir():
         step = json.loads(summary.read_text())["step"]
-        points = [p for p in points if p[0] != step] + [(step, run_dir / "model")]
+        points = [p for p in points if p[0] != step] + [(step, run_dir / MODEL_DIR)]
     return sorted(points)
 
 
 def features_per_step(run_dir: Path) -> int:
-    args = torch.load(run_dir / "state.pt", map_location="cpu", weights_only=False)["args"]
+    args = torch.load(run_dir / STATE_FILE, map_location="cpu", weights_only=False)["args"]
     return args["batch_size"] * args.get("grad_accum", 1)
 
 
