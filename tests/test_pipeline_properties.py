@@ -3,7 +3,12 @@
 The only exception allowed is DocumentError (a sentence for the user); whatever comes out
 keeps its promises: the character map points at equal characters and answers are exact
 substrings of the shown text.
+
+Each property runs 40 examples in the suite; ``LITTLEBIRD_FUZZ_EXAMPLES=5000`` runs that many each
+(``--hypothesis-show-statistics`` prints how many ran), for a long search before a release.
 """
+
+import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -38,7 +43,8 @@ def html_fragments(draw, depth=0):
 
 
 pages = st.one_of(html_fragments(), html_fragments().map(lambda body: f"<!DOCTYPE html><html><head><title>T</title></head><body>{body}</body></html>"))
-PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("LITTLEBIRD_FUZZ_EXAMPLES", "40"))
+PROPERTY_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check_answers(document, question):
