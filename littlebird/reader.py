@@ -13,6 +13,8 @@ module, so the F1 the evaluation reports is the F1 of the reader users get.
   conditioned on it; pairs from all windows are mapped to the shown text, tidied by the caller's
   ``tidy`` function, merged (best score per distinct span) and given a softmax over the n-best.
 - No answer: the sigmoid of the best window's answerable logit, against a threshold.
+- Bounds: a time budget after which no further window starts, and a ``should_stop`` callable,
+  asked before each window, that ends a reading nobody wants any more (:class:`ReadingStopped`).
 
 Works for LittleBird, the teacher (:mod:`littlebird.training.teacher`) and the baseline adapters
 (:mod:`littlebird.baselines`): all three answer with ``top_start_indices``,
@@ -255,19 +257,32 @@ def model_device(model) -> torch.device:
         return torch.device("cpu")
 
 
+class ReadingStopped(Exception):
+    """A reading ended early because its ``should_stop`` said so: nobody wants its answer any more."""
+
+
+def _check(should_stop: Callable[[], bool] | None) -> None:
+    """Raise ReadingStopped when ``should_stop`` says the reading is no longer wanted."""
+    if should_stop is not None and should_stop():
+        raise ReadingStopped("the reading was stopped before it finished: its answer is no longer wanted")
+
+
 def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, top_k_starts: int,
                 max_answer_length: int, batch_size: int = 1, deadline: float | None = None,
-                on_window: Callable[[int, int], None] | None = None) -> WindowLogits:
+                on_window: Callable[[int, int], None] | None = None,
+                should_stop: Callable[[], bool] | None = None) -> WindowLogits:
     """One forward per ``batch_size`` windows, stopping between batches once ``time.monotonic()``
     passes ``deadline`` (the first batch always runs, so there is something to answer from).
 
     ``on_window(done, total)`` is called after each batch. The logits cover the windows read,
-    the first ``len(answerable_logits)`` of ``input_ids``.
+    the first ``len(answerable_logits)`` of ``input_ids``. ``should_stop()`` is asked before
+    every batch, the first included; when it returns True, ReadingStopped is raised.
     """
     device = model_device(model)
     outputs = []
     with torch.inference_mode():
         for first in range(0, len(input_ids), batch_size):
+            _check(should_stop)
             if outputs and deadline is not None and time.monotonic() >= deadline:
                 break
             out = model(input_ids=input_ids[first : first + batch_size].to(device),
@@ -381,7 +396,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          max_answer_length: int = MAX_ANSWER_LENGTH, top_k_starts: int = TOP_K_STARTS,
          no_answer_threshold: float = 0.5, tidy: Tidy | None = None, window_batch_size: int = 1,
          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-         time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None) -> Reading:
+         time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
+         should_stop: Callable[[], bool] | None = None) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -399,6 +415,10 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     the reading early, the answers come from the windows read, ``Reading.n_windows`` is below
     ``Reading.windows_planned`` and ``Reading.note`` says so. ``on_window(done, total)`` is
     called after each model call, for progress bars.
+
+    ``should_stop()``, when given, is asked before each model call (each window, and the rerun
+    for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
+    so a question nobody waits for any more frees the machine after the window in progress.
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1:
@@ -423,7 +443,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
     logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
                          max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
-                         deadline=deadline, on_window=on_window)
+                         deadline=deadline, on_window=on_window, should_stop=should_stop)
     timings["model"] = time.perf_counter() - clock
     planned, starts = len(starts), starts[: len(logits.answerable_logits)]
 
@@ -439,6 +459,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
                         f"so only tokens 0-{reading.window_token_spans[-1][1]:,} of {n_tokens:,} were read; "
                         "the answer may be in the rest. Ask about a shorter part of the document for a full reading.")
     if attention_summary is not None:
+        _check(should_stop)
         clock = time.perf_counter()
         window = answers[0].window if answers else 0
         raw = _window_attention(model, tokenizer, input_ids, attention_mask, window, len(prefix), starts[window], encoded)

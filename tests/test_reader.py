@@ -14,6 +14,7 @@ from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
     MAX_QUESTION_TOKENS,
     Candidate,
+    ReadingStopped,
     WindowLogits,
     build_windows,
     merge_candidates,
@@ -139,6 +140,31 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     assert cut.window_token_spans == full.window_token_spans[:1] and cut.attention == 0
     assert "ran out after 1 of" in cut.note and f"of {full.n_tokens:,} were read" in cut.note
     assert cut.answers and all(a.window == 0 and a.end <= len(TEXT) for a in cut.answers)
+
+
+def test_should_stop_ends_the_reading_between_windows(tokenizer):
+    model = CountingModel(tiny_model_for_tokenizer())
+    question = "How deep is Lake Baikal?"
+    asked = []
+
+    def stop_after_two_windows() -> bool:
+        asked.append(model.windows)
+        return model.windows >= 2
+
+    with pytest.raises(ReadingStopped):
+        read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, should_stop=stop_after_two_windows,
+             attention_summary=lambda window, best: window.window)
+    assert model.windows == 2 and asked == [0, 1, 2]  # asked before each window; the third never started
+
+    model.windows = 0
+    with pytest.raises(ReadingStopped):  # a question stopped while it waited never reaches the model
+        read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, should_stop=lambda: True)
+    assert model.windows == 0
+
+    wanted = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3,
+                  should_stop=lambda: False)
+    plain = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3)
+    assert wanted.n_windows == wanted.windows_planned > 8 and wanted.answers == plain.answers
 
 
 def tiny_teacher(tokenizer, max_positions: int = 64) -> TeacherForQuestionAnswering:
