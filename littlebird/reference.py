@@ -2,8 +2,8 @@
 
 It builds the full n x n score matrix with the paper's case-by-case distance matrix D and
 the window pattern written as a mask, so the blocked and flex paths can be checked against
-the definition rather than against themselves. Importing this module registers it as the
-``"dense_reference"`` attention backend.
+the definition rather than against themselves. :func:`register_dense_reference` adds it to the
+attention backends as ``"dense_reference"``; tests call it where they need it.
 """
 
 import math
@@ -11,6 +11,8 @@ import math
 import torch
 
 from .modeling_littlebird import USW_ATTENTION_BACKENDS, BiALiBi, BlockGeometry
+
+DENSE_REFERENCE = "dense_reference"
 
 
 def bialibi_matrix(position_ids: torch.Tensor, bialibi: BiALiBi) -> torch.Tensor:
@@ -52,12 +54,17 @@ def dense_usw_attention(q, k, v, packed_k, packed_v, position_ids, key_valid, bi
     return out, probs
 
 
-def _dense_backend(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi, dropout_p: float = 0.0):
-    if dropout_p:
-        raise ValueError("the dense reference has no dropout")
+def dense_reference_backend(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
+                            dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks=None):
+    """:func:`dense_usw_attention` behind the attention backends' interface (no dropout, no compact weights)."""
+    if dropout_p or output_attentions:
+        raise ValueError("the dense reference has no dropout and gives no compact attention weights")
     out, _ = dense_usw_attention(q, k, v, packed_k, packed_v, geometry.position_ids, geometry.key_valid, bialibi,
                                  geometry.block_size)
-    return out
+    return out, None
 
 
-USW_ATTENTION_BACKENDS["dense_reference"] = _dense_backend
+def register_dense_reference() -> str:
+    """Make ``attention_backend="dense_reference"`` run :func:`dense_reference_backend`; returns the name."""
+    USW_ATTENTION_BACKENDS[DENSE_REFERENCE] = dense_reference_backend
+    return DENSE_REFERENCE

