@@ -44,9 +44,9 @@ from littlebird.training import loop  # noqa: E402
 from littlebird.training.batching import QACollator  # noqa: E402
 from littlebird.training.data import encode_articles, load_corpus, take_questions  # noqa: E402
 from littlebird.training.distill import build_student  # noqa: E402
-from littlebird.training.long_context import long_documents  # noqa: E402
 from littlebird.training.objectives import DistillationObjective, QAObjective  # noqa: E402
-from littlebird.training.teacher import build_teacher, freeze_lower_layers, freeze_word_embeddings  # noqa: E402
+from littlebird.training.options import freeze_lower_layers, freeze_word_embeddings, long_documents  # noqa: E402
+from littlebird.training.teacher_model import build_teacher  # noqa: E402
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

@@ -102,7 +102,7 @@ def load_qa_model(checkpoint: str | Path, *, dtype: torch.dtype = torch.float32)
     """
     from .baselines import baseline_model_type, load_baseline_qa
     from .modeling_littlebird import LittleBirdForQuestionAnswering
-    from .training.teacher import TEACHER_CONFIG, load_teacher
+    from .training.teacher_model import TEACHER_CONFIG, load_teacher
 
     if (Path(checkpoint) / TEACHER_CONFIG).is_file():
         return load_teacher(checkpoint).to(dtype)

@@ -1,5 +1,5 @@
 """The whole recipe at toy scale: teacher, distillation, long-context stage, export, evaluation CLI,
-and issue 6's baselines trained like the long-context stage."""
+and the baselines trained like the long-context stage."""
 
 import argparse
 import json
@@ -18,6 +18,8 @@ from littlebird.training import baselines, distill, export, long_context, teache
 from littlebird.training.data import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
+from littlebird.training.options import add_long_context_data_arguments, freeze_lower_layers, long_context_features
+from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
 COMMON = ["--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1", "--lr", "1e-3"]
@@ -60,7 +62,7 @@ def test_student_is_a_converted_littlebird_with_the_teachers_head(recipe):
     student = load_qa_model(recipe["runs"] / "distill" / MODEL_DIR)
     assert student.config.model_type == "littlebird" and student.config.num_hidden_layers == 1
     assert student.config.source_layers == [0]
-    trained_teacher = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    trained_teacher = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     # word embeddings are frozen through both stages
     torch.testing.assert_close(student.get_input_embeddings().weight[:1000],
                                trained_teacher.bert.embeddings.word_embeddings.weight[:1000])
@@ -88,11 +90,11 @@ def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
 
 
 def test_second_teacher_round_starts_from_the_first(recipe, tmp_path):
-    first = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    first = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
                   "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
                   "--dev-fraction", "0.5", "--batch-size", "2"])
-    second = teacher.load_teacher(tmp_path / "round2" / MODEL_DIR)
+    second = load_teacher(tmp_path / "round2" / MODEL_DIR)
     for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
         torch.testing.assert_close(a, b, msg=name)
 
@@ -109,11 +111,11 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
 
 
 def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
-    first = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    first = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
                   "--output-dir", str(tmp_path / "frozen"), "--max-length", "48", "--max-steps", "2",
                   "--freeze-layers", "1", *COMMON])
-    second = teacher.load_teacher(tmp_path / "frozen" / MODEL_DIR)
+    second = load_teacher(tmp_path / "frozen" / MODEL_DIR)
     after = second.state_dict()
     moved = {name for name, before in first.state_dict().items() if not torch.equal(before, after[name])}
     assert moved, "the trainable layers should have learnt"
@@ -122,9 +124,9 @@ def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
 
 
 def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
-    model = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    model = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     with pytest.raises(ValueError, match="exceeds"):
-        teacher.freeze_lower_layers(model, 3)
+        freeze_lower_layers(model, 3)
 
 
 def test_time_box_stops_and_saves(recipe, tmp_path):
@@ -142,9 +144,9 @@ def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
                   "--max-length", "48", "--max-steps", "3", "--save-minutes", "0", "--snapshots", *COMMON])
     snapshots = sorted(p.name for p in (run_dir / SNAPSHOT_DIR).iterdir())
     assert snapshots == ["step-00001", "step-00002", "step-00003"]
-    first = teacher.load_teacher(run_dir / SNAPSHOT_DIR / "step-00001").state_dict()
-    last = teacher.load_teacher(run_dir / SNAPSHOT_DIR / "step-00003").state_dict()
-    final = teacher.load_teacher(run_dir / MODEL_DIR).state_dict()
+    first = load_teacher(run_dir / SNAPSHOT_DIR / "step-00001").state_dict()
+    last = load_teacher(run_dir / SNAPSHOT_DIR / "step-00003").state_dict()
+    final = load_teacher(run_dir / MODEL_DIR).state_dict()
     assert all(torch.equal(last[name], final[name]) for name in final)
     assert not all(torch.equal(first[name], final[name]) for name in final)
 
@@ -198,8 +200,8 @@ def baseline_runs(recipe):
 def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     args = long_context_args(recipe)
     tokenizer = build_tokenizer()
-    with_ends = long_context.long_context_features(args, tokenizer, with_sentence_ends=True)
-    without = long_context.long_context_features(args, tokenizer, with_sentence_ends=False)
+    with_ends = long_context_features(args, tokenizer, with_sentence_ends=True)
+    without = long_context_features(args, tokenizer, with_sentence_ends=False)
     assert len(with_ends) == len(without) > 0
     assert [(f.input_ids, f.start, f.end) for f in with_ends] == [(f.input_ids, f.start, f.end) for f in without]
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
@@ -207,7 +209,7 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
 
 def long_context_args(recipe):
     parser = argparse.ArgumentParser()
-    long_context.add_long_context_data_arguments(parser)
+    add_long_context_data_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96"])
 
@@ -219,7 +221,7 @@ def test_each_baseline_trains_saves_and_keeps_the_teachers_layer(recipe, baselin
     adapter = load_baseline_qa(run_dir / MODEL_DIR)
     assert adapter.config.model_type == {"bigbird-taper": "big_bird", "longformer": "longformer"}[kind]
     assert adapter.config.source_layers == [0] and adapter.config.num_hidden_layers == 1
-    trained_teacher = teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    trained_teacher = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     encoder = adapter.model.base_model
     # frozen word embeddings: still the teacher's
     torch.testing.assert_close(encoder.embeddings.word_embeddings.weight[:1000],
@@ -289,7 +291,7 @@ def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
                   "--output-dir", str(tmp_path / "converted"), "--num-layers", "1", "--block-size", "8",
                   "--pack-size", "4", "--max-length", "48", "--max-steps", "0", "--dev-fraction", "0.5"])
     saved = load_qa_model(tmp_path / "converted" / MODEL_DIR)
-    converted = distill.build_student(teacher.load_teacher(recipe["runs"] / "teacher" / MODEL_DIR), num_layers=1,
+    converted = distill.build_student(load_teacher(recipe["runs"] / "teacher" / MODEL_DIR), num_layers=1,
                                       block_size=8, pack_size=4)
     saved_state = saved.state_dict()
     assert saved_state.keys() == converted.state_dict().keys()

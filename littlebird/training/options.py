@@ -1,0 +1,148 @@
+"""What the training stages share: their command-line options and what the options build.
+
+- data: the short-input windows of the teacher and distillation stages, the long documents of the
+  long-context and baseline stages (the same options and seed give the same windows in both);
+- Padding Insertion, for the stages whose collator inserts virtual paddings;
+- what trains: word embeddings always frozen, optionally the lowest layers, attention dropout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+from torch import nn
+
+from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
+
+def _question_limits(args) -> list[tuple[str, int | None]]:
+    return [("en", args.max_en_questions), ("ko", args.max_ko_questions)]
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, *, max_length: int) -> None:
+    """The short-input stages' data options (teacher, distillation)."""
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--dev-fraction", type=float, default=0.1)
+    parser.add_argument("--max-en-questions", type=int, default=None, help="subset of English training questions")
+    parser.add_argument("--max-ko-questions", type=int, default=None, help="subset of Korean training questions")
+    parser.add_argument("--max-length", type=int, default=max_length)
+    parser.add_argument("--doc-stride", type=int, default=max_length // 2)
+    parser.add_argument("--unanswerable-rate", type=float, default=0.1,
+                        help="share of answer-less windows of long contexts kept (they teach 'no answer here')")
+
+
+def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False) -> list:
+    """Short-input features of the training split: English subset + Korean, windows of ``max_length``."""
+    corpus = load_corpus(args.data_dir, args.dev_fraction)
+    features = []
+    for language, limit in _question_limits(args):
+        articles = take_questions(corpus.train[language], limit, seed=args.seed)
+        features += encode_articles(articles, tokenizer, language=language, max_length=args.max_length,
+                                    stride=args.doc_stride, unanswerable_rate=args.unanswerable_rate,
+                                    with_sentence_ends=with_sentence_ends, seed=args.seed)
+    return features
+
+
+def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
+                   seed: int) -> list[dict]:
+    """Long SQuAD articles of ``articles``: half HTML-rendered (by ``html_share``), half plain.
+
+    English articles are joined whole; Korean ones, mostly one passage each, are grouped
+    ``passages_per_document`` at a time under their own headings.
+    """
+    rng = random.Random(seed)
+    as_html = [rng.random() < html_share for _ in articles]
+    html = [a for a, flag in zip(articles, as_html) if flag]
+    plain = [a for a, flag in zip(articles, as_html) if not flag]
+    if language == "ko":
+        return (multi_passage_documents(html, passages_per_document, html=True, seed=seed)
+                + multi_passage_documents(plain, passages_per_document, html=False, seed=seed))
+    return article_documents(html, html=True) + article_documents(plain, html=False)
+
+
+def add_long_context_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The long-input stages' data options (long context, baselines)."""
+    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--dev-fraction", type=float, default=0.1)
+    parser.add_argument("--max-en-questions", type=int, default=None)
+    parser.add_argument("--max-ko-questions", type=int, default=None)
+    parser.add_argument("--max-length", type=int, default=4096)
+    parser.add_argument("--unanswerable-rate", type=float, default=0.02)
+    parser.add_argument("--html-share", type=float, default=0.5)
+    parser.add_argument("--ko-passages-per-document", type=int, default=12)
+
+
+def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
+    """The long-input stages' training windows; the same options and seed give the same windows."""
+    corpus = load_corpus(args.data_dir, args.dev_fraction)
+    features = []
+    for language, limit in _question_limits(args):
+        documents = long_documents(corpus.train[language], language, html_share=args.html_share,
+                                   passages_per_document=args.ko_passages_per_document, seed=args.seed)
+        documents = take_questions(documents, limit, seed=args.seed)
+        features += encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
+                                    stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
+                                    answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
+                                    seed=args.seed)
+    return features
+
+
+def add_padding_insertion_arguments(parser: argparse.ArgumentParser) -> None:
+    """Padding Insertion's options, read by :class:`littlebird.training.batching.QACollator`."""
+    parser.add_argument("--pi-probability", type=float, default=0.2,
+                        help="Padding Insertion: chance of virtual paddings after each sentence end")
+    parser.add_argument("--pi-max-padding", type=int, default=256, help="at most this many virtual paddings")
+
+
+def freeze_word_embeddings(model: nn.Module) -> None:
+    """Word embeddings stay as the source has them: fast, and they need not be stored."""
+    for name, parameter in model.named_parameters():
+        if name.endswith("word_embeddings.weight"):
+            parameter.requires_grad_(False)
+
+
+def freeze_lower_layers(model: nn.Module, count: int) -> None:
+    """The embeddings and the lowest ``count`` encoder layers stop learning, so the backward pass
+    stops above them; works on the teacher and on LittleBird (whose initial pack P goes too)."""
+    if count <= 0:
+        return
+    encoder = model.littlebird
+    layers = next(module for name, module in encoder.named_modules() if name.endswith("encoder.layer"))
+    if count > len(layers):
+        raise ValueError(f"--freeze-layers {count} exceeds the encoder's {len(layers)} layers")
+    for module in (getattr(encoder, "bert", encoder).embeddings, *layers[:count]):
+        module.requires_grad_(False)
+    if hasattr(encoder, "encoder") and hasattr(encoder.encoder, "pack_embeddings"):
+        encoder.encoder.pack_embeddings.requires_grad_(False)
+
+
+def set_attention_dropout(model: nn.Module, probability: float) -> None:
+    """Dropout on the attention probabilities of the teacher or of LittleBird.
+
+    On CPU, scaled_dot_product_attention with dropout leaves the fused kernel for the math one:
+    about 4x slower attention at 384 tokens, most of a teacher step (benchmarks/bench_training.py).
+    """
+    config = getattr(model, "config", None)
+    if config is not None:
+        config.attention_probs_dropout_prob = probability  # LittleBird reads it at every forward
+    bert = getattr(model.littlebird, "bert", None)
+    if bert is not None:
+        bert.config.attention_probs_dropout_prob = probability
+        for module in bert.modules():
+            if type(module).__name__.endswith("SelfAttention"):
+                module.dropout.p = probability
+
+
+def add_trainable_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a stage trains: frozen lower layers and attention dropout."""
+    parser.add_argument("--freeze-layers", type=int, default=0,
+                        help="keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
+    parser.add_argument("--attention-dropout", type=float, default=0.0,
+                        help="dropout on attention probabilities (0: the fused CPU attention kernel stays usable)")
+
+
+def apply_trainable_arguments(model: nn.Module, args) -> None:
+    """Word embeddings stay frozen; then ``--freeze-layers`` and ``--attention-dropout``."""
+    freeze_word_embeddings(model)
+    freeze_lower_layers(model, args.freeze_layers)
+    set_attention_dropout(model, args.attention_dropout)
