@@ -13,7 +13,7 @@ Each question is read by :func:`littlebird.reader.read`, with the app's answer t
 
 ``--model`` is anything :func:`littlebird.checkpoint.load_qa_model` loads: a LittleBird folder
 (``config.json``), a teacher folder (``teacher_config.json``), which reads at most its 512
-positions at a time, so long contexts go through more windows, or one of issue 6's baselines (a
+positions at a time, so long contexts go through more windows, or a baseline (a
 BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`), which read 8K windows
 as LittleBird does.
 """

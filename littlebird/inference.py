@@ -4,8 +4,8 @@ On CPUs with native bf16 matrix units (AMX, AVX512-BF16) a bf16 GEMM is several 
 than fp32, while bf16 *elementwise* kernels (softmax inputs, bias terms, LayerNorm) are slower
 than fp32 ones. So the whole model in bf16 is no faster; only its linear layers in bf16 are.
 Where bf16 is emulated (AVX2-only CPUs) it is about 5x slower than fp32, so the model stays fp32.
-Dynamic int8 quantization (``torch.ao.quantization``, deprecated) was a third mode until issue 12:
-it was no faster than fp32 on AVX2 and no faster than bf16-linear on AMX, so no CPU chose it.
+Dynamic int8 quantization (``torch.ao.quantization``, deprecated) is no mode here: it is no faster
+than fp32 on AVX2 and no faster than bf16-linear on AMX.
 ``benchmarks/bench_pipeline.py`` measures each mode.
 """
 

@@ -1,5 +1,5 @@
 """Training objectives: QA fine-tuning (stages 1 and 3), distillation (stage 2, section 3.4) and
-the baselines' QA fine-tuning (issue 6).
+the baselines' QA fine-tuning.
 
 Each objective is an ``nn.Module`` whose ``forward(batch)`` returns ``(loss, scalars to log)``, so
 the data-parallel wrapper sees the whole computation. The first two work on any QA model that has
@@ -152,7 +152,7 @@ class DistillationObjective(nn.Module):
 
 
 class BaselineQAObjective(nn.Module):
-    """QA fine-tuning of issue 6's baselines (a :class:`littlebird.baselines.BaselineQAAdapter`).
+    """QA fine-tuning of the baselines (a :class:`littlebird.baselines.BaselineQAAdapter`).
 
     The wrapped BigBird or Longformer gets exactly the inputs inference gives it
     (``adapter.model_inputs``: type ids 0, the question masked out of BigBird's answers or given
