@@ -150,15 +150,18 @@ class RunningMeans:
         self.reset()
 
     def reset(self) -> None:
+        """Start a new average (after each log line)."""
         self.loss, self.extras, self.count = 0.0, {}, 0
 
     def add(self, loss: float, extras: dict[str, float]) -> None:
+        """Count one batch's loss and extra scalars."""
         self.loss += loss
         for key, value in extras.items():
             self.extras[key] = self.extras.get(key, 0.0) + value
         self.count += 1
 
     def describe(self) -> str:
+        """``loss <mean> <name> <mean> ...``, as the log line shows it."""
         parts = " ".join(f"{k} {v / self.count:.4f}" for k, v in self.extras.items())
         return f"loss {self.loss / self.count:.4f} {parts}"
 
@@ -183,9 +186,11 @@ class TrainingRun:
 
     @property
     def output_dir(self) -> Path:
+        """``--output-dir``: state, log, model and snapshots."""
         return Path(self.args.output_dir)
 
     def unwrapped(self) -> torch.nn.Module:
+        """The objective module without the data-parallel wrapper."""
         return self.accelerator.unwrap_model(self.model)
 
     def resume(self) -> None:
@@ -216,6 +221,7 @@ class TrainingRun:
         self.accelerator.wait_for_everyone()
 
     def minutes(self) -> float:
+        """Minutes since the run started."""
         return (time.monotonic() - self.started) / 60
 
     def time_is_up(self) -> bool:
