@@ -238,3 +238,12 @@ def test_flex_backend_matches_dense_reference(dense_reference):
         pytest.skip(f"FlexAttention does not run eagerly on this build: {error}")
     torch.testing.assert_close(fast[0], reference[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fast[1, :150], reference[1, :150], atol=1e-5, rtol=1e-5)
+
+
+def test_flex_backend_asked_for_weights_gives_the_blocked_paths():
+    ids = torch.randint(3, 300, (1, 150))
+    blocked = run(tiny_qa_model(seed=12).littlebird, ids, output_attentions=True)
+    flex = run(with_backend(tiny_qa_model(seed=12), "flex").littlebird, ids, output_attentions=True)
+    torch.testing.assert_close(flex.last_hidden_state, blocked.last_hidden_state, atol=0, rtol=0)
+    for ours, theirs in zip(flex.attentions, blocked.attentions):
+        torch.testing.assert_close(ours.local, theirs.local, atol=0, rtol=0)
