@@ -67,3 +67,10 @@ def find_example(label_or_id: str, examples: tuple[Example, ...] | None = None) 
         if label_or_id in (example.id, example.label):
             return example
     raise KeyError(f"no example called {label_or_id!r}")
+
+
+def choose_example(label: str) -> tuple[str, list[str], str]:
+    """An example's HTML (to paste), its suggested questions and the first of them."""
+    example = find_example(label)
+    questions = [q.question for q in example.questions]
+    return example.read_html(), questions, questions[0]

@@ -2,7 +2,7 @@
 
 Two kinds of functions live here:
 
-* ``summarize_attention`` / ``bialibi_parameters`` turn model tensors into small numpy
+* ``summarize_attention`` turns the model's attention into small numpy
   arrays. A 16K-token window has ~150 MB of local attention weights per layer, far
   too much to keep per browser session, so everything the explorer can show is
   reduced once, right after the model ran, to block resolution (``AttentionSummary``).
@@ -78,25 +78,6 @@ class AttentionSummary:
 # ----------------------------------------------------------------------------------
 # Reductions: model tensors -> numpy
 # ----------------------------------------------------------------------------------
-
-
-def bialibi_parameters(model: Any) -> dict[str, np.ndarray]:
-    """Collect BiALiBi's alpha, beta and gamma of every layer as (layers, heads) arrays.
-
-    Works for ``LittleBirdForQuestionAnswering`` (``model.littlebird.encoder.layer``)
-    and for the bare encoder model (``model.encoder.layer``). A model without BiALiBi
-    (the app's BigBird and Longformer baselines) gets zeros of its (layers, heads) shape.
-    """
-    backbone = getattr(model, "littlebird", model)
-    if not hasattr(backbone, "encoder"):
-        shape = (model.config.num_hidden_layers, model.config.num_attention_heads)
-        return {name: np.zeros(shape, dtype=np.float32) for name in ("alpha", "beta", "gamma")}
-    layers = backbone.encoder.layer
-    out = {}
-    for name in ("alpha", "beta", "gamma"):
-        rows = [getattr(layer.bialibi, name).detach().float().cpu().numpy() for layer in layers]
-        out[name] = np.stack(rows).astype(np.float32)
-    return out
 
 
 def pool_blocks(matrix: np.ndarray, pool: int) -> np.ndarray:

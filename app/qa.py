@@ -3,6 +3,8 @@
 The reading itself (layout, windows, decoding, merging, the no-answer rule) is the reader the
 evaluation scores; this module adds the app's tidying (punctuation, Korean particles), the
 question's language, the device, and a sentence for the user when there is no clear answer.
+:func:`answer_question` gives the answers; :func:`answer_with_attention` also gives, beside
+them, what the caller made of the best answer's attention.
 """
 
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
 from littlebird.reader import DEFAULT_MAX_LENGTH, Answer, WindowAttention, encode_text, model_device, read
 
-__all__ = ["Answer", "QAResult", "answer_question"]
+__all__ = ["Answer", "QAResult", "answer_question", "answer_with_attention"]
 
 
 @dataclass
@@ -31,7 +33,6 @@ class QAResult:
     device: str
     window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window
     message: str | None = None  # a sentence for the user when there is no clear answer or only part was read
-    attention: Any = None  # the ``attention_summary`` of the best answer's window, when one was asked for
 
 
 def _message(result: QAResult, document: Document) -> str | None:
@@ -47,24 +48,36 @@ def _message(result: QAResult, document: Document) -> str | None:
     return message
 
 
-def answer_question(document: Document, question: str, *, model, tokenizer, max_length: int | None = DEFAULT_MAX_LENGTH,
-                    stride: int | None = None, n_best: int = 5, max_answer_length: int = 30,
-                    no_answer_threshold: float = 0.5, window_batch_size: int = 1,
-                    attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-                    max_tokens: int | None = None, time_budget: float | None = None,
-                    on_window: Callable[[int, int], None] | None = None) -> QAResult:
+def answer_question(document: Document, question: str, **options) -> QAResult:
+    """Answer ``question`` from ``document``: :func:`answer_with_attention` without the attention.
+
+    Takes the same ``options`` (``model`` and ``tokenizer`` among them), except ``attention_summary``.
+    """
+    result, _ = answer_with_attention(document, question, attention_summary=None, **options)
+    return result
+
+
+def answer_with_attention(document: Document, question: str, *, model, tokenizer,
+                          max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
+                          max_answer_length: int = 30, no_answer_threshold: float = 0.5, window_batch_size: int = 1,
+                          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
+                          max_tokens: int | None = None, time_budget: float | None = None,
+                          on_window: Callable[[int, int], None] | None = None,
+                          should_stop: Callable[[], bool] | None = None) -> tuple[QAResult, Any]:
     """Answer ``question`` from ``document`` with an extractive QA model (LittleBird, teacher or baseline).
 
-    Returns up to ``n_best`` answers as spans of ``document.text``, tidied with
-    :func:`littlebird.answer_text.tidy_answer_span`; see :func:`littlebird.reader.read` for the
-    windows (``max_length``, ``stride``), the no-answer rule and ``attention_summary``. An empty
-    question or a document without text gives a result with a ``message``, never an exception.
-    ``window_batch_size`` windows go through the model per call (1 by default: on 2 CPU cores a
-    32K document took 8.4 s in single windows, 8.8 s in pairs).
+    Returns the result, with up to ``n_best`` answers as spans of ``document.text`` tidied with
+    :func:`littlebird.answer_text.tidy_answer_span`, and beside it what ``attention_summary`` made of
+    the best answer's window (None when it is not given or the model has no attention to show). See
+    :func:`littlebird.reader.read` for the windows (``max_length``, ``stride``), the no-answer rule
+    and ``attention_summary``. An empty question or a document without text gives a result with a
+    ``message``, never an exception. ``window_batch_size`` windows go through the model per call
+    (1 by default: on 2 CPU cores a 32K document took 8.4 s in single windows, 8.8 s in pairs).
 
     ``max_tokens``: a document with more tokens is refused with a DocumentError before the model
-    runs (None: no limit). ``time_budget`` and ``on_window`` go to the reader: when the budget
-    stops it early, the reader's note opens ``message``.
+    runs (None: no limit). ``time_budget``, ``on_window`` and ``should_stop`` go to the reader: when
+    the budget stops it early, the reader's note opens ``message``; when ``should_stop()`` turns
+    True, :class:`littlebird.reader.ReadingStopped` is raised between windows.
     """
     timings = {"fetch": document.fetch_seconds, "clean": document.clean_seconds}
     question = (question or "").strip()
@@ -73,7 +86,7 @@ def answer_question(document: Document, question: str, *, model, tokenizer, max_
     if not any(ch.isalnum() for ch in question):
         timings.update(tokenize=0.0, model=0.0, decode=0.0)
         return QAResult([], True, 0.0, timings, 0, 0, question_language, device, [],
-                        message="Please type a question about the document.")
+                        message="Please type a question about the document."), None
     if max_tokens is not None:  # tokenized once: the reader finds these tokens in its cache
         encoded = encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
         check_tokens(len(encoded.input_ids), max_tokens)
@@ -81,13 +94,12 @@ def answer_question(document: Document, question: str, *, model, tokenizer, max_
                    model_to_text=document.model_to_text, max_length=max_length, stride=stride, n_best=n_best,
                    max_answer_length=max_answer_length, no_answer_threshold=no_answer_threshold, tidy=tidy_answer_span,
                    window_batch_size=window_batch_size, attention_summary=attention_summary, time_budget=time_budget,
-                   on_window=on_window)
+                   on_window=on_window, should_stop=should_stop)
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
-                      reading.n_windows, question_language, device, reading.window_token_spans,
-                      attention=reading.attention)
+                      reading.n_windows, question_language, device, reading.window_token_spans)
     if reading.n_windows == 0:
         result.message = "The document has no text to search."
     else:
         result.message = " ".join(m for m in (reading.note, _message(result, document)) if m) or None
-    return result
+    return result, reading.attention

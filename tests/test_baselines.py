@@ -14,9 +14,9 @@ import torch
 from torch import nn
 from transformers import BertConfig, BertModel
 
-from app import ui
+from app import asking, explorer, models
 from app.clean import clean_document
-from app.qa import answer_question
+from app.qa import answer_with_attention
 from app.upload import read_pasted_text
 from littlebird.baselines import (
     BaselineQAAdapter,
@@ -247,27 +247,27 @@ def document():
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
 def test_answer_question_runs_a_baseline_unchanged(kind, document):
     adapter = BaselineQAAdapter(tiny_baseline(kind))
-    result = answer_question(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(),
-                             max_length=128, n_best=3, attention_summary=lambda window, best: "summary")
+    result, summary = answer_with_attention(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(),
+                                            max_length=128, n_best=3, attention_summary=lambda window, best: "summary")
     assert 1 <= len(result.answers) <= 3 and result.n_windows == 1
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.text.strip()
     assert 0.0 <= result.answerable_probability <= 1.0
-    assert result.attention is None  # the adapter offers no attention: the explorer is LittleBird's
+    assert summary is None  # the adapter offers no attention: the explorer is LittleBird's
 
 
 def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, document):
     tiny_baseline("longformer").save_pretrained(tmp_path)
     assert isinstance(load_baseline_qa(tmp_path), BaselineQAAdapter)
-    loaded = ui.load_model(str(tmp_path))
+    loaded = models.load_model(str(tmp_path))
     assert "Longformer" in loaded.explorer_note and (loaded.num_layers, loaded.num_heads) == (2, 2)
-    settings = ui.Settings(checkpoint=str(tmp_path), max_length=512, explore=True)
-    view = ui.ask("paste", "Where was Jikji printed?", settings, pasted=document.text)
+    settings = asking.Settings(checkpoint=str(tmp_path), max_length=512, explore=True)
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=document.text)
     assert view.summary is None and view.result.answers
-    for plots in (view.figures, ui.explore(None, str(tmp_path), layer=1, head=1)):
+    for plots in (view.figures, explorer.explore(None, str(tmp_path), layer=1, head=1)):
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
-    assert loaded.explorer_note in ui.slopes_figure(loaded).layout.annotations[0].text
+    assert loaded.explorer_note in explorer.slopes_figure(loaded).layout.annotations[0].text
 
 
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
@@ -277,6 +277,6 @@ def test_the_app_reads_no_further_than_a_baselines_positions(tmp_path, kind):
     assert adapter.max_input_length == 256
     adapter.model.save_pretrained(tmp_path)
     text = "\n\n".join(f"Paragraph {i}: Jikji was printed with movable metal type in 1377." for i in range(40))
-    view = ui.ask("paste", "Where was Jikji printed?", ui.Settings(checkpoint=str(tmp_path), max_length=512),
-                  pasted=text)
+    view = asking.ask("paste", "Where was Jikji printed?", asking.Settings(checkpoint=str(tmp_path), max_length=512),
+                      pasted=text)
     assert view.result.n_windows > 1 and view.result.answers

@@ -97,29 +97,6 @@ def test_local_weights_land_in_the_right_key_blocks():
     np.testing.assert_allclose(s.answer_blocks[0, 0, 1], [0.75, 0, 0, 0.25, 0])
 
 
-def test_bialibi_parameters_reads_every_layer():
-    class Bialibi(torch.nn.Module):
-        def __init__(self, i):
-            super().__init__()
-            self.alpha = torch.nn.Parameter(torch.full((2,), float(i)))
-            self.beta = torch.nn.Parameter(torch.tensor([0.1, 0.2]))
-            self.gamma = torch.nn.Parameter(torch.tensor([0.3, 0.4]))
-
-    class Layer(torch.nn.Module):
-        def __init__(self, i):
-            super().__init__()
-            self.bialibi = Bialibi(i)
-
-    model = torch.nn.Module()
-    model.littlebird = torch.nn.Module()
-    model.littlebird.encoder = torch.nn.Module()
-    model.littlebird.encoder.layer = torch.nn.ModuleList([Layer(i) for i in range(3)])
-    params = figures.bialibi_parameters(model)
-    assert params["alpha"].shape == (3, 2)
-    np.testing.assert_allclose(params["alpha"][:, 0], [0, 1, 2])
-    np.testing.assert_allclose(params["gamma"][2], [0.3, 0.4])
-
-
 def _slopes(layers=12, heads=12):
     rng = np.random.default_rng(0)
     return {k: rng.uniform(0.0, 0.2, (layers, heads)).astype(np.float32) for k in ("alpha", "beta", "gamma")}

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from app.clean import clean_document
-from app.qa import Answer, answer_question
+from app.qa import Answer, answer_question, answer_with_attention
 from app.upload import read_pasted_text, read_upload
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
@@ -143,8 +143,9 @@ def test_empty_question_and_question_without_answer(tokenizer, english):
 
 def test_tiny_littlebird_mechanics(tokenizer, korean):
     model = tiny_model_for_tokenizer()
-    result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256,
-                             stride=128, n_best=4, attention_summary=lambda window, best: (window, best))
+    result, (attention, best) = answer_with_attention(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer,
+                                                      max_length=256, stride=128, n_best=4,
+                                                      attention_summary=lambda window, best: (window, best))
     assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode", "attention"}
     assert all(t >= 0 for t in result.timings.values())
     assert 1 <= len(result.answers) <= 4 and result.n_windows > 1 and result.device == "cpu"
@@ -153,7 +154,6 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
     for answer in result.answers:
         assert isinstance(answer, Answer) and answer.text == korean.text[answer.start : answer.end] and answer.text.strip()
         assert len(tokenizer(answer.text, add_special_tokens=False)["input_ids"]) <= 30 + 2
-    attention, best = result.attention
     assert best == result.answers[0] and attention.window == result.answers[0].window and len(attention.attentions) == 2
     assert len(attention.token_spans) == len(attention.tokens) <= 256
     assert attention.tokens[:2] == ["<s>", "[QUESTION]"] and attention.question_length > 3
@@ -161,7 +161,8 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
         assert start == -1 or korean.text[start:end].strip()
     quiet = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256, stride=128,
                             n_best=4)
-    assert quiet.attention is None and [a.text for a in quiet.answers] == [a.text for a in result.answers]
+    assert [a.text for a in quiet.answers] == [a.text for a in result.answers]
+    assert "attention" not in quiet.timings  # no attention asked for: no rerun of the window
 
 
 def test_single_window_is_one_model_call_and_mixed_language(tokenizer):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import ui
+from app import asking, documents, explorer, models, payloads, ui
 from app.clean import clean_document
 from app.errors import DocumentError
-from app.examples import find_example, load_examples
+from app.examples import choose_example, find_example, load_examples
 from app.limits import DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from app.qa import Answer, QAResult
 from app.upload import read_pasted_text, read_upload
@@ -27,9 +27,9 @@ SHORT_DOCUMENT = (
 
 
 @pytest.fixture(scope="module")
-def settings() -> ui.Settings:
+def settings() -> asking.Settings:
     tiny_loaded_model()
-    return ui.Settings(checkpoint=TEST_MODEL)
+    return asking.Settings(checkpoint=TEST_MODEL)
 
 
 def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = False) -> QAResult:
@@ -64,7 +64,7 @@ def test_examples_are_long_bilingual_documents_whose_answers_are_in_the_text():
 
 def test_choose_example_fills_the_paste_box_and_the_suggestions():
     example = load_examples()[0]
-    html, questions, first = ui.choose_example(example.label)
+    html, questions, first = choose_example(example.label)
     assert html == example.read_html()
     assert questions == [q.question for q in example.questions] and first == questions[0]
     assert find_example(example.id) is example
@@ -79,7 +79,7 @@ def test_highlight_escapes_the_document_and_marks_answers_by_rank():
     text = 'A <script>alert("x")</script> B & C: the answer is here, alternatives nearby.'
     best = (text.index("the answer"), text.index(", alt"))
     alternative = (text.index("answer is"), text.index("nearby") + len("nearby"))  # overlaps the best
-    rendered = ui.highlight_document(text, make_result([best, alternative], text))
+    rendered = payloads.highlight_document(text, make_result([best, alternative], text))
     assert "<script>" not in rendered and "&lt;script&gt;" in rendered and "&amp; C" in rendered
     assert rendered.count('id="lb-answer"') == 1
     # the overlap belongs to the better answer: the best span is marked whole, the rest of the alternative lighter
@@ -90,25 +90,25 @@ def test_highlight_escapes_the_document_and_marks_answers_by_rank():
 
 def test_highlight_without_answers_and_with_a_weak_best():
     text = "Nothing <b>to</b> see."
-    assert ui.highlight_document(text, None) == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
-    weak = ui.highlight_document(text, make_result([(0, 7)], text, no_answer=True))
+    assert payloads.highlight_document(text, None) == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
+    weak = payloads.highlight_document(text, make_result([(0, 7)], text, no_answer=True))
     assert 'class="lb-best-weak"' in weak
 
 
 def test_answer_card_says_no_answer_plainly_and_escapes():
     text = "The <i>answer</i> is 42."
     tagged, number = (4, text.index(" is")), (text.index("42"), text.index("42") + 2)
-    found = ui.answer_card(make_result([tagged, number], text))
+    found = payloads.answer_card(make_result([tagged, number], text))
     assert "&lt;i&gt;answer&lt;/i&gt;" in found and "<i>" not in found
     assert found.count("<tr>") == 3  # header + two n-best rows
-    missing = ui.answer_card(make_result([number], text, no_answer=True))
+    missing = payloads.answer_card(make_result([number], text, no_answer=True))
     assert "No answer found." in missing and "42" in missing  # the guess stays in the table
 
 
 def test_stats_line_names_tokens_windows_device_and_every_stage():
     from littlebird.inference import resolve_cpu_mode
 
-    line = ui.stats_line(make_result([(0, 1)], "xy"), tiny_loaded_model(), plot_seconds=0.25)
+    line = payloads.stats_line(make_result([(0, 1)], "xy"), tiny_loaded_model(), plot_seconds=0.25)
     mode = resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))
     precision = "float32" if mode == "fp32" else f"float32, {mode}"  # the CPU mode the app chose is shown
     assert line.startswith(f"1,234 tokens · 2 windows · cpu ({precision})")
@@ -120,21 +120,21 @@ def test_stats_line_names_tokens_windows_device_and_every_stage():
 
 
 def test_read_document_caches_pasted_text():
-    first = ui.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
-    again = ui.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
+    first = documents.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
+    again = documents.read_document("paste", pasted=SHORT_DOCUMENT + "<p>cache me</p>")
     assert again.text == first.text and again.clean_seconds == 0.0
 
 
 def test_read_document_from_upload_and_url(tmp_path):
     path = tmp_path / "jikji.html"
     path.write_text(SHORT_DOCUMENT, encoding="utf-8")
-    assert "Heungdeoksa" in ui.read_document("upload", upload=str(path)).text
+    assert "Heungdeoksa" in documents.read_document("upload", upload=str(path)).text
 
     with serve_directory(tmp_path) as base:
         url = f"{base}/jikji.html"
-        assert "Heungdeoksa" in ui.read_document("url", url=url, allow_local=True).text
+        assert "Heungdeoksa" in documents.read_document("url", url=url, allow_local=True).text
         with pytest.raises(DocumentError):  # loopback is refused unless asked for
-            ui.read_document("url", url=url.replace("jikji", "other"))
+            documents.read_document("url", url=url.replace("jikji", "other"))
 
 
 @pytest.mark.parametrize(
@@ -144,19 +144,19 @@ def test_read_document_from_upload_and_url(tmp_path):
 )
 def test_read_document_errors_are_sentences_for_the_user(source, kwargs):
     with pytest.raises(DocumentError) as error:
-        ui.read_document(source, **kwargs)
+        documents.read_document(source, **kwargs)
     assert str(error.value).endswith(".")
 
 
 def test_unknown_source_and_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="source must be one of"):
-        ui.read_document("clipboard")
+        documents.read_document("clipboard")
     with pytest.raises(ValueError, match="max_length"):
-        ui.Settings(max_length=100)
+        asking.Settings(max_length=100)
     with pytest.raises(ValueError, match="n_best"):
-        ui.Settings(n_best=0)
+        asking.Settings(n_best=0)
     with pytest.raises(ValueError, match="no_answer_threshold"):
-        ui.Settings(no_answer_threshold=1.5)
+        asking.Settings(no_answer_threshold=1.5)
 
 
 # ---- asking --------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_unknown_source_and_bad_settings_are_rejected():
 
 def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     reports = []
-    view = ui.ask(
+    view = asking.ask(
         "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>", layer=1, head=3,
         report=lambda fraction, message: reports.append((fraction, message)),
     )  # fmt: skip
@@ -172,7 +172,7 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     for stage in ("Reading", "Cleaning", "model", "plots"):
         assert any(stage in message for _, message in reports), stage
-    assert view.result.attention is None and "attention" in view.result.timings  # reduced, then dropped
+    assert "attention" in view.result.timings  # the window was read again for its attention, summarized beside the result
 
     best = view.result.answers[0]
     assert view.document.text[best.start : best.end] == best.text
@@ -188,16 +188,16 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
 
 
 def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
-    view = ui.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
-    plots = ui.explore(view.summary, TEST_MODEL, layer=0, head=2)
+    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    plots = explorer.explore(view.summary, TEST_MODEL, layer=0, head=2)
     assert "layer 0 head 2" in plots["pack"].layout.title.text
-    empty = ui.explore(None, TEST_MODEL, layer=0, head=0)
+    empty = explorer.explore(None, TEST_MODEL, layer=0, head=0)
     assert "Ask a question" in empty["block_map"].layout.annotations[0].text
 
 
 def test_ask_without_attention_has_no_summary(settings):
-    quick = ui.Settings(checkpoint=TEST_MODEL, explore=False, n_best=2, max_length=512)
-    view = ui.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
+    quick = asking.Settings(checkpoint=TEST_MODEL, explore=False, n_best=2, max_length=512)
+    view = asking.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
     assert view.summary is None and len(view.result.answers) <= 2
     assert "Ask a question" in view.figures["answer"].layout.annotations[0].text
 
@@ -205,11 +205,11 @@ def test_ask_without_attention_has_no_summary(settings):
 @pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
 def test_answer_document_refuses_other_schemes_like_internal_addresses(settings, address):
     with pytest.raises(DocumentError, match="for safety, only public web pages can be fetched"):
-        ui.answer_document(address, "What is in it?", checkpoint=TEST_MODEL)
+        asking.answer_document(address, "What is in it?", checkpoint=TEST_MODEL)
 
 
 def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
-    payload = ui.answer_document(SHORT_DOCUMENT, "Where is the surviving volume kept?", checkpoint=TEST_MODEL)
+    payload = asking.answer_document(SHORT_DOCUMENT, "Where is the surviving volume kept?", checkpoint=TEST_MODEL)
     json.dumps(payload)
     assert payload["answer"] == payload["text"][payload["start"] : payload["end"]]
     assert payload["n_best"][0]["answer"] == payload["answer"] and not payload["no_answer"]
@@ -223,16 +223,16 @@ def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
 def no_cleaning_or_model(monkeypatch) -> list[str]:
     """Cleaning and the model record their calls instead of running: what a refusal must never reach."""
     calls: list[str] = []
-    monkeypatch.setattr(ui, "clean_document", lambda raw: calls.append("clean"))
-    monkeypatch.setattr(ui, "load_model", lambda checkpoint=None: calls.append("load_model"))
-    monkeypatch.setattr(ui, "run_qa", lambda *args, **kwargs: calls.append("run_qa"))
+    monkeypatch.setattr(documents, "clean_document", lambda raw: calls.append("clean"))
+    monkeypatch.setattr(asking, "load_model", lambda checkpoint=None: calls.append("load_model"))
+    monkeypatch.setattr(asking, "run_qa", lambda *args, **kwargs: calls.append("run_qa"))
     return calls
 
 
 def test_an_oversized_paste_is_refused_at_once_with_its_size_and_the_limit(no_cleaning_or_model):
-    paste = "Jikji was printed with movable metal type in 1377. " * 48_000  # 2.4 MB, as in the issue
+    paste = "Jikji was printed with movable metal type in 1377. " * 48_000  # 2.4 MB
     with pytest.raises(DocumentError) as error:
-        ui.answer_document(paste, "When was Jikji printed?", checkpoint=TEST_MODEL)
+        asking.answer_document(paste, "When was Jikji printed?", checkpoint=TEST_MODEL)
     message = str(error.value)
     limits = Limits()
     assert f"{len(paste):,} characters" in message and f"{limits.max_characters:,} characters" in message
@@ -245,9 +245,9 @@ def test_the_character_limit_applies_to_uploads_and_fetched_pages(tmp_path, monk
     path = tmp_path / "long.txt"
     path.write_text("Jikji was printed in 1377. " * 40, encoding="utf-8")  # 1,080 characters
     with pytest.raises(DocumentError, match="1,080 characters long; this app reads at most 800 characters"):
-        ui.read_document("upload", upload=str(path))
+        documents.read_document("upload", upload=str(path))
     with serve_directory(tmp_path) as base, pytest.raises(DocumentError, match="at most 800 characters"):
-        ui.read_document("url", url=f"{base}/long.txt", allow_local=True)
+        documents.read_document("url", url=f"{base}/long.txt", allow_local=True)
     html = read_pasted_text(SHORT_DOCUMENT * 8)  # markup is mostly not text: HTML has the byte cap, text the token limit
     assert html.is_html and Limits(max_tokens=100).max_characters < len(html.text) < MAX_HTML_CHARACTERS
     check_characters(html, Limits(max_tokens=100))
@@ -266,7 +266,7 @@ def test_a_document_over_the_token_limit_is_refused_before_the_model_reads_it(se
     calls = []
     monkeypatch.setattr("app.qa.read", lambda *args, **kwargs: calls.append("read"))
     with pytest.raises(DocumentError, match=r"tokens long; this app reads at most 20 tokens per question"):
-        ui.ask("paste", "When?", settings, pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, "
+        asking.ask("paste", "When?", settings, pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, "
                                                   "and the volume is in Paris.")
     assert calls == []
 
@@ -275,12 +275,12 @@ def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeyp
     monkeypatch.setenv("LITTLEBIRD_QUESTION_SECONDS", "1e-9")  # spent after the first window
     pasted = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 120  # about 2,000 tokens
     reports = []
-    view = ui.ask("paste", "When was Jikji printed?", replace(settings, explore=False, max_length=512), pasted=pasted,
+    view = asking.ask("paste", "When was Jikji printed?", replace(settings, explore=False, max_length=512), pasted=pasted,
                   report=lambda fraction, message: reports.append(message))
     assert view.result.n_windows == 1 and "ran out after 1 of" in view.result.message
     assert "ran out after 1 of" in view.answer_html and "1 window ·" in view.stats
     assert any("window 1 of" in message for message in reports)
-    assert ui.api_payload(view.result, view.document)["message"] == view.result.message
+    assert payloads.api_payload(view.result, view.document)["message"] == view.result.message
 
 
 # ---- the model -------------------------------------------------------------------------
@@ -290,17 +290,30 @@ def test_load_model_reads_a_checkpoint_directory_once(tmp_path):
     tiny = tiny_loaded_model()
     tiny_answering_model().save_pretrained(tmp_path)  # the fp32 model, whichever CPU mode the app picked
     tiny.tokenizer.save_pretrained(tmp_path)
-    loaded = ui.load_model(str(tmp_path))
-    assert ui.load_model(str(tmp_path)) is loaded
+    loaded = models.load_model(str(tmp_path))
+    assert models.load_model(str(tmp_path)) is loaded
     assert (loaded.device, loaded.dtype, loaded.warning) == ("cpu", tiny.dtype, None)  # same CPU mode as in memory
     assert loaded.dtype.startswith("float32")
     assert loaded.num_layers == 2 and loaded.num_heads == 4 and loaded.block_size == 64
     torch.testing.assert_close(loaded.slopes["beta"], tiny.slopes["beta"])
 
 
+def test_the_app_reads_bialibi_slopes_from_the_model():
+    model, _ = models.random_model()
+    with torch.no_grad():
+        for i, layer in enumerate(model.littlebird.encoder.layer):
+            layer.bialibi.alpha.copy_(torch.arange(4.0) + 10 * i)
+    slopes = model.bialibi_slopes()
+    assert set(slopes) == {"alpha", "beta", "gamma"} and slopes["gamma"].shape == (2, 4)
+    assert slopes["alpha"].tolist() == [[0.0, 1.0, 2.0, 3.0], [10.0, 11.0, 12.0, 13.0]]
+    torch.testing.assert_close(slopes["beta"][1], model.littlebird.encoder.layer[1].bialibi.beta.detach())
+    arrays = models.bialibi_slopes(model)  # what LoadedModel.slopes holds: float32 numpy, for the plots
+    assert arrays["alpha"].dtype == "float32" and arrays["alpha"].tolist() == slopes["alpha"].tolist()
+
+
 def test_a_checkpoint_without_tokenizer_files_gets_the_e5_tokenizer(tmp_path):
     tiny_answering_model().save_pretrained(tmp_path)  # as compact checkpoints are saved
-    tokenizer = ui.load_model(str(tmp_path)).tokenizer
+    tokenizer = models.load_model(str(tmp_path)).tokenizer
     assert tokenizer("훈민정음")["input_ids"] == qa_tokenizer()("훈민정음")["input_ids"]
     assert tokenizer.convert_tokens_to_ids("[QUESTION]") == qa_tokenizer().convert_tokens_to_ids("[QUESTION]")
 
@@ -308,10 +321,10 @@ def test_a_checkpoint_without_tokenizer_files_gets_the_e5_tokenizer(tmp_path):
 def test_a_model_the_app_loaded_in_fp32_saves_the_same_weights(tmp_path, monkeypatch):
     monkeypatch.setenv("LITTLEBIRD_CPU_MODE", "fp32")
     tiny_answering_model().save_pretrained(tmp_path / "source")
-    loaded = ui.load_model(str(tmp_path / "source"))
+    loaded = models.load_model(str(tmp_path / "source"))
     assert loaded.dtype == "float32"
     loaded.model.save_pretrained(tmp_path / "copy")
-    again = ui.load_model(str(tmp_path / "copy")).model.state_dict()
+    again = models.load_model(str(tmp_path / "copy")).model.state_dict()
     for name, tensor in tiny_answering_model().state_dict().items():
         assert torch.equal(again[name], tensor), name
 
@@ -319,7 +332,7 @@ def test_a_model_the_app_loaded_in_fp32_saves_the_same_weights(tmp_path, monkeyp
 def test_a_model_the_app_loaded_in_bf16_linear_refuses_to_save_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setenv("LITTLEBIRD_CPU_MODE", "bf16-linear")  # emulated, so slow, on AVX2 CPUs; fine for a tiny model
     tiny_answering_model().save_pretrained(tmp_path / "source")
-    loaded = ui.load_model(str(tmp_path / "source"))
+    loaded = models.load_model(str(tmp_path / "source"))
     assert loaded.dtype == "float32, bf16-linear"
     with pytest.raises(ValueError, match="converted for CPU inference.*LITTLEBIRD_CPU_MODE=fp32"):
         loaded.model.save_pretrained(tmp_path / "copy")
@@ -327,11 +340,11 @@ def test_a_model_the_app_loaded_in_bf16_linear_refuses_to_save_and_says_why(tmp_
 
 
 def test_missing_checkpoints(tmp_path, monkeypatch):
-    with pytest.raises(ui.CheckpointError, match="no checkpoint"):
-        ui.load_model(str(tmp_path / "nowhere"))
+    with pytest.raises(models.CheckpointError, match="no checkpoint"):
+        models.load_model(str(tmp_path / "nowhere"))
     # a missing default never stops the app: a random model with a warning stands in
-    monkeypatch.setattr(ui, "DEFAULT_CHECKPOINT", str(tmp_path / "littlebird-qa"))
-    fallback = ui.load_model(None)
+    monkeypatch.setattr(models, "DEFAULT_CHECKPOINT", str(tmp_path / "littlebird-qa"))
+    fallback = models.load_model(None)
     assert "randomly initialised" in fallback.warning
     assert fallback.tokenizer.convert_tokens_to_ids("[QUESTION]") == fallback.model.config.question_token_id
 
@@ -339,9 +352,9 @@ def test_missing_checkpoints(tmp_path, monkeypatch):
 def test_pick_device_prefers_a_gpu_in_half_precision(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: False)
-    assert ui.pick_device() == (torch.device("cuda"), torch.float16)
+    assert models.pick_device() == (torch.device("cuda"), torch.float16)
     monkeypatch.setenv("LITTLEBIRD_DEVICE", "cpu")
-    assert ui.pick_device() == (torch.device("cpu"), torch.float32)
+    assert models.pick_device() == (torch.device("cpu"), torch.float32)
 
 
 def test_build_demo_exposes_only_the_answer_api(settings):
@@ -350,4 +363,4 @@ def test_build_demo_exposes_only_the_answer_api(settings):
     assert list(api["named_endpoints"]) == ["/answer"]
     parameters = [p["parameter_name"] for p in api["named_endpoints"]["/answer"]["parameters"]]
     assert parameters == ["document", "question"]
-    assert Path(ui.DEFAULT_CHECKPOINT).name == "littlebird-qa"
+    assert Path(models.DEFAULT_CHECKPOINT).name == "littlebird-qa"

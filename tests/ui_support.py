@@ -13,12 +13,12 @@ import functools
 import http.server
 import socket
 import threading
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 
-from app import ui
+from app import models, ui
 from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
 TEST_MODEL = "tiny-test-model"
@@ -39,9 +39,9 @@ def tiny_answering_model():
 
 
 @functools.lru_cache(maxsize=1)
-def tiny_loaded_model() -> ui.LoadedModel:
+def tiny_loaded_model() -> models.LoadedModel:
     """``tiny_answering_model`` served under TEST_MODEL, in whatever CPU mode the app picks here."""
-    return ui.use_model(TEST_MODEL, tiny_answering_model(), qa_tokenizer())
+    return models.use_model(TEST_MODEL, tiny_answering_model(), qa_tokenizer())
 
 
 def free_port() -> int:

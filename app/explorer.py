@@ -1,0 +1,31 @@
+"""The attention explorer's figures for a loaded model: per head from an answer's summary, and the BiALiBi slopes.
+
+A BigBird or Longformer baseline has no pack & unpack attention and no BiALiBi: each of its plots
+then carries the model's ``explorer_note`` instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import figures
+from app.models import LoadedModel, load_model
+
+
+def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:
+    """The explorer's per-head figures after the user picks another layer or head."""
+    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head)
+
+
+def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int) -> dict[str, Any]:
+    """``figures.explorer_figures`` for ``loaded``; for a baseline model, its ``explorer_note`` in each plot."""
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)
+    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
+
+
+def slopes_figure(loaded: LoadedModel) -> Any:
+    """The BiALiBi slopes heatmap of ``loaded``; for a baseline model, its ``explorer_note``."""
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)["slopes"]
+    return figures.bialibi_heatmap(**loaded.slopes)

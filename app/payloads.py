@@ -1,0 +1,127 @@
+"""What a question's result looks like to its reader: the page's HTML and the /answer endpoint's JSON.
+
+Every function takes plain data (a :class:`~app.qa.QAResult`, the document's text) and returns a
+string or a dict. Nothing from the document is ever interpreted as HTML: all of it is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from typing import Any
+
+from app.clean import Document
+from app.models import LoadedModel
+from app.qa import QAResult
+from littlebird.language import detect_language
+
+N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns
+
+
+def answer_card(result: QAResult) -> str:
+    """The answer, its probability, the decision and the n-best table, as escaped HTML.
+
+    "No answer found" is said plainly when that is the decision; the model's best
+    guesses then stay in the n-best table and are shaded lightly in the document.
+    """
+    message = f'<p class="lb-note">{html.escape(result.message)}</p>' if result.message else ""
+    answerable = f"{result.answerable_probability:.0%}"
+    if result.no_answer or not result.answers:
+        head = (
+            '<div class="lb-answer lb-none">No answer found.</div>'
+            f'<div class="lb-meta">The model thinks the text answers this with probability {answerable}.</div>'
+        )
+    else:
+        best = result.answers[0]
+        head = (
+            f'<div class="lb-answer">{html.escape(best.text)}</div>'
+            f'<div class="lb-meta">probability {best.probability:.0%} among the n-best · '
+            f"answerable {answerable} · score {best.score:.2f}</div>"
+        )
+    return f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}{n_best_table(n_best_rows(result))}</div>'
+
+
+def n_best_rows(result: QAResult) -> list[list[Any]]:
+    """One row of N_BEST_HEADERS per n-best answer: rank, text, probability, score, character range."""
+    return [
+        [rank, a.text, round(a.probability, 4), round(a.score, 3), f"{a.start}–{a.end}"]
+        for rank, a in enumerate(result.answers, start=1)
+    ]
+
+
+def n_best_table(rows: list[list[Any]]) -> str:
+    """The n-best rows as an escaped HTML table (nothing when there are none)."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in N_BEST_HEADERS)
+    body = "".join(
+        f'<tr><td>{rank}</td><td class="lb-text">{html.escape(text)}</td><td>{p:.0%}</td><td>{score:.2f}</td><td>{span}</td></tr>'
+        for rank, text, p, score, span in rows
+    )
+    return f'<table class="lb-nbest"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def highlight_document(text: str, result: QAResult | None) -> str:
+    """``text`` as escaped HTML with the best answer marked and the other n-best lighter.
+
+    Overlapping answers are painted by rank: each character takes the best rank that
+    covers it. The best answer's first piece gets ``id="lb-answer"``, which the page
+    scrolls to. Nothing from the document is ever interpreted as HTML.
+    """
+    answers = result.answers if result is not None else []
+    bounds = sorted({0, len(text), *(p for a in answers for p in (a.start, a.end) if 0 <= p <= len(text))})
+    pieces, anchored = [], False
+    best_class = "lb-best-weak" if result is not None and result.no_answer else "lb-best"
+    for start, end in itertools.pairwise(bounds):
+        chunk = html.escape(text[start:end])
+        ranks = [r for r, a in enumerate(answers) if a.start <= start and end <= a.end]
+        if not ranks:
+            pieces.append(chunk)
+            continue
+        rank = min(ranks)
+        answer = answers[rank]
+        css = best_class if rank == 0 else "lb-alt"
+        anchor = ' id="lb-answer"' if rank == 0 and not anchored else ""
+        anchored = anchored or rank == 0
+        tip = html.escape(f"#{rank + 1} · {answer.probability:.0%}", quote=True)
+        pieces.append(f'<mark class="{css}"{anchor} title="{tip}">{chunk}</mark>')
+    return f'<div class="lb-doc" lang="{_lang(text)}">{"".join(pieces)}</div>'
+
+
+def _lang(text: str) -> str:
+    """"ko" when the start of ``text`` reads as Korean or mixed, else "en": for fonts and line breaking."""
+    return "ko" if detect_language(text[:2000]) in ("ko", "mixed") else "en"
+
+
+def stats_line(result: QAResult, loaded: LoadedModel, plot_seconds: float) -> str:
+    """Tokens, windows, device and seconds per stage, on one line."""
+    stages = dict(result.timings)
+    stages["plots"] = plot_seconds
+    times = " · ".join(f"{name} {seconds:.2f} s" for name, seconds in stages.items())
+    windows = f"{result.n_windows} window{'s' if result.n_windows != 1 else ''}"
+    return f"{result.n_tokens:,} tokens · {windows} · {loaded.device} ({loaded.dtype}) · {times}"
+
+
+def api_payload(result: QAResult, document: Document) -> dict:
+    """The JSON the /answer endpoint returns for ``result``."""
+    n_best = [
+        {"answer": a.text, "score": round(a.score, 4), "probability": round(a.probability, 4), "start": a.start, "end": a.end}
+        for a in result.answers
+    ]
+    best = n_best[0] if n_best and not result.no_answer else None
+    return {
+        "answer": best["answer"] if best else None,
+        "score": best["score"] if best else None,
+        "probability": best["probability"] if best else None,
+        "start": best["start"] if best else None,
+        "end": best["end"] if best else None,
+        "no_answer": bool(result.no_answer),
+        "answerable_probability": round(result.answerable_probability, 4),
+        "n_best": n_best,
+        "message": result.message,
+        "text": document.text,
+        "n_tokens": result.n_tokens,
+        "n_windows": result.n_windows,
+        "device": result.device,
+        "timings": {k: round(v, 4) for k, v in result.timings.items()},
+    }
