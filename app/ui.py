@@ -2,8 +2,8 @@
 
 The work behind the events lives in modules of its own, which take and return plain data:
 ``app.asking`` (a question, for the page and the /answer API), ``app.documents``, ``app.models``,
-``app.payloads``, ``app.explorer`` and ``app.examples``. Tests call those directly; the browser test
-checks the wiring here.
+``app.payloads``, ``app.explorer`` and ``app.examples``; ``app.cancellation`` says which questions
+are still wanted. Tests call those directly; the browser test checks the wiring here.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import threading
 import gradio as gr
 
 from app.asking import DEFAULT_MAX_LENGTH, DEFAULT_N_BEST, DEFAULT_THRESHOLD, MAX_LENGTH_CHOICES, Settings, answer_document, ask
+from app.cancellation import Cancellation
 from app.errors import DocumentError
 from app.examples import choose_example, load_examples
 from app.explorer import explore, explorer_plots, slopes_figure
 from app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
+from littlebird.reader import ReadingStopped
 
 _DOCUMENT_CSS = """
 .lb-doc { position: relative; max-height: 520px; overflow-y: auto; white-space: pre-wrap; line-height: 1.6;
@@ -79,6 +81,9 @@ def build_demo(
     how many questions run the model at once (default: ``LITTLEBIRD_CONCURRENCY`` or 2;
     the rest wait in a queue of at most ``max_queue``). ``allow_local_urls`` lets the URL
     source fetch loopback addresses, for tests only.
+
+    A question the page asks again, or whose client has gone, stops between the model's windows
+    (``app.cancellation``).
     """
     loaded = load_model(model_path)
     # Kiwi (Korean answer trimming) takes seconds to load: warm it now, not on the first question.
@@ -88,6 +93,7 @@ def build_demo(
     examples = load_examples()
     empty_plots = explorer_plots(None, loaded, layer=0, head=0)
     model_events = {"concurrency_limit": limit, "concurrency_id": "model"}
+    cancellation = Cancellation()
 
     with gr.Blocks(title="LittleBird QA") as demo:
         gr.Markdown(_INTRO)
@@ -95,6 +101,7 @@ def build_demo(
         source = gr.State("paste")
         active_checkpoint = gr.State(checkpoint)
         summary = gr.State(None, time_to_live=1800)  # ~12 MB for a 16K-token window: let idle sessions drop it
+        question_number = gr.State(0)  # of this page's newest question: Cancellation.new_question
 
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
@@ -201,30 +208,40 @@ def build_demo(
             )  # fmt: skip
 
         # Asking reads the document tabs and the settings, and fills the answer, the document and the explorer.
-        def on_ask(source, pasted, url, upload, question, checkpoint, max_length, n_best_count, threshold, explore_on, layer, head,
-                   progress=gr.Progress()):  # fmt: skip
+        # The question is numbered at once, outside the queue, so that an earlier one still being read stops
+        # after its current window; always_last then runs the newest question once the earlier one has ended.
+        def on_new_question(request: gr.Request):
+            return cancellation.new_question(request.session_hash)
+
+        def on_ask(number, source, pasted, url, upload, question, checkpoint, max_length, n_best_count, threshold,
+                   explore_on, layer, head, request: gr.Request, progress=gr.Progress()):  # fmt: skip
             settings = Settings(checkpoint, int(max_length), int(n_best_count), float(threshold), bool(explore_on))
-            try:
-                view = ask(
-                    source, question, settings, pasted=pasted, url=url, upload=upload, layer=int(layer), head=int(head),
-                    allow_local=allow_local_urls, report=lambda f, m: progress(f, desc=m),
-                )  # fmt: skip
-            except (DocumentError, CheckpointError) as error:
-                raise gr.Error(str(error), print_exception=False) from None
+            with cancellation.answering(request.session_hash, number) as should_stop:
+                try:
+                    view = ask(
+                        source, question, settings, pasted=pasted, url=url, upload=upload, layer=int(layer), head=int(head),
+                        allow_local=allow_local_urls, report=lambda f, m: progress(f, desc=m), should_stop=should_stop,
+                    )  # fmt: skip
+                except (DocumentError, CheckpointError) as error:
+                    raise gr.Error(str(error), print_exception=False) from None
+                except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
+                    return (gr.skip(),) * 8
             plots = view.figures
             return (view.answer_html, view.document_html, view.stats, view.summary,
                     plots["block_map"], plots["answer"], plots["pack"], plots["curves"])  # fmt: skip
 
         gr.on(
-            [ask_button.click, question.submit],
+            [ask_button.click, question.submit], on_new_question, None, question_number,
+            api_visibility="private", queue=False, show_progress="hidden",
+        ).then(
             on_ask,
-            [source, pasted, url, upload, question, active_checkpoint, max_length, n_best_count, threshold, explore_box, layer, head],
+            [question_number, source, pasted, url, upload, question, active_checkpoint, max_length, n_best_count,
+             threshold, explore_box, layer, head],
             [answer, document, stats, summary, block_map, answer_plot, pack_plot, curves_plot],
-            api_visibility="private",
-            **model_events,
-        )
+            api_visibility="private", trigger_mode="always_last", **model_events,
+        )  # fmt: skip
 
-        def answer(document: str, question: str) -> dict:
+        def answer(document: str, question: str, request: gr.Request) -> dict:
             """Answer a question about a document.
 
             Args:
@@ -240,12 +257,21 @@ def build_demo(
                 says how much of the document was read. A document over the size limit (see
                 ``app/limits.py``) is refused with an error that gives its size and the limit.
             """
-            try:
-                return answer_document(document, question, checkpoint=checkpoint, allow_local=allow_local_urls)
-            except (DocumentError, CheckpointError) as error:
-                raise gr.Error(str(error), print_exception=False) from None
+            with cancellation.answering(request.session_hash) as should_stop:
+                try:
+                    return answer_document(document, question, checkpoint=checkpoint, allow_local=allow_local_urls,
+                                           should_stop=should_stop)
+                except (DocumentError, CheckpointError) as error:
+                    raise gr.Error(str(error), print_exception=False) from None
+                except ReadingStopped:
+                    raise gr.Error("The question was stopped: its client has gone.", print_exception=False) from None
 
         gr.api(answer, api_name="answer", **model_events)
+
+        def on_leave(request: gr.Request):
+            cancellation.end_session(request.session_hash)
+
+        demo.unload(on_leave)  # a page closed or reloaded, or an API client whose heartbeat dropped
 
     demo.queue(max_size=max_queue, default_concurrency_limit=limit)
     return demo

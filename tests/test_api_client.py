@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from tests.ui_support import serve_directory, served_app
+from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 DOCUMENT = (
     "<h1>International Space Station</h1>"
@@ -54,3 +57,28 @@ def test_other_schemes_are_refused_not_read_as_text(client, address):
 def test_only_the_answer_endpoint_is_public(client):
     endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert list(endpoints) == ["/answer"]
+
+
+CLIENT_THAT_LEAVES = """
+import sys, time
+from gradio_client import Client
+
+client = Client(sys.argv[1], verbose=False)
+client.submit(open(sys.argv[2], encoding="utf-8").read(), sys.argv[3], api_name="/answer")
+time.sleep(600)  # killed by the test long before
+"""
+
+
+def test_a_client_that_disconnects_stops_its_reading(tmp_path, monkeypatch):
+    readings = watch_readings(monkeypatch, pause=1.0)
+    document = tmp_path / "long.txt"
+    document.write_text(long_document(), encoding="utf-8")
+    question = "Where was Jikji printed, asked by a client that leaves?"
+    client = subprocess.Popen([sys.executable, "-c", CLIENT_THAT_LEAVES, served_app(), str(document), question])
+    try:
+        reading = wait_for_reading(readings, question)
+    finally:
+        client.kill()  # the connections close as when a client's process or network goes away
+        client.wait(timeout=30)
+    assert reading.ended.wait(60), "the reading went on after its client had gone"
+    assert reading.outcome == "stopped" and reading.windows_read < reading.windows_planned

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.examples import find_example
-from tests.ui_support import served_app
+from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -153,3 +153,27 @@ def test_example_menu_pastes_the_document_and_suggests_questions(page, tmp_path)
     if os.environ.get("LITTLEBIRD_UPDATE_SCREENSHOT") == "1":
         README_SCREENSHOT.parent.mkdir(exist_ok=True)
         shutil.copyfile(shot, README_SCREENSHOT)
+
+
+def test_asking_again_stops_the_question_before(page, monkeypatch, tmp_path):
+    readings = watch_readings(monkeypatch, pause=1.0)
+    (tmp_path / "long.txt").write_text(long_document(), encoding="utf-8")  # several windows, each followed by a pause
+    first_question, second_question = "When was Jikji printed, asked first?", "Where was Jikji printed, asked again?"
+    with serve_directory(tmp_path) as base:
+        page.get_by_role("tab", name="URL").click()
+        page.locator("#lb-url input, #lb-url textarea").first.fill(f"{base}/long.txt")
+        box = page.locator("#lb-question textarea")
+        box.fill(first_question)
+        box.press("Enter")
+        first = wait_for_reading(readings, first_question)
+        before = shown_document(page)
+        box.fill(second_question)
+        page.locator("#lb-ask").click()
+
+        assert first.ended.wait(60), "the first question was still being read"
+        assert first.outcome == "stopped" and first.windows_read < first.windows_planned
+        wait_for_new_answer(page, before)  # the second question's answer, once it has been read in full
+    second = wait_for_reading(readings, second_question, timeout=1)
+    assert second.ended.is_set() and second.outcome == "answered" and second.windows_read == second.windows_planned
+    assert second.started >= first.ended_at  # one question of a page reads at a time
+    assert [r.question for r in readings] == [first_question, second_question]

@@ -1,4 +1,4 @@
-"""The app's handlers as plain functions: examples, documents, asking, rendering, the API payload, loading."""
+"""The app's handlers as plain functions: examples, documents, asking, cancelling, rendering, the API payload, loading."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ import pytest
 import torch
 
 from app import asking, documents, explorer, models, payloads, ui
+from app.cancellation import Cancellation
 from app.clean import clean_document
 from app.errors import DocumentError
 from app.examples import choose_example, find_example, load_examples
 from app.limits import DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from app.qa import Answer, QAResult
 from app.upload import read_pasted_text, read_upload
+from littlebird.reader import ReadingStopped
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
@@ -214,6 +216,35 @@ def test_answer_document_payload_is_json_with_offsets_into_its_text(settings):
     assert payload["answer"] == payload["text"][payload["start"] : payload["end"]]
     assert payload["n_best"][0]["answer"] == payload["answer"] and not payload["no_answer"]
     assert set(payload["timings"]) >= {"clean", "tokenize", "model", "decode"}
+
+
+# ---- cancellation: a question asked again, a client that has gone --------------------------
+
+
+def test_a_newer_question_or_a_closed_session_stops_the_questions_before():
+    cancellation = Cancellation()
+    first = cancellation.new_question("page")
+    with cancellation.answering("page", first) as first_wanted_no_more:
+        with cancellation.answering("client", None) as api_question, cancellation.answering(None) as direct_call:
+            assert not first_wanted_no_more() and not api_question()
+            second = cancellation.new_question("page")
+            with cancellation.answering("page", second) as second_wanted_no_more:
+                assert first_wanted_no_more() and not second_wanted_no_more()
+                assert not api_question()  # another session's questions are not touched
+                cancellation.end_session("page")
+                assert second_wanted_no_more()
+            cancellation.end_session("client")
+            assert api_question() and not direct_call()
+    with cancellation.answering("page", first) as late:  # asked before the page closed, started after
+        assert late()
+    assert cancellation.new_question("other page") == 1
+
+
+def test_ask_passes_should_stop_to_the_reader(settings):
+    with pytest.raises(ReadingStopped):
+        asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT, should_stop=lambda: True)
+    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT, should_stop=lambda: False)
+    assert view.result.answers
 
 
 # ---- bounds: document size and time per question ----------------------------------------

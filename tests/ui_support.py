@@ -1,4 +1,5 @@
-"""What the UI tests share: a tiny answering model and the app served on loopback, once per run.
+"""What the UI tests share: a tiny answering model, the app served on loopback once per run, and a watch
+on the readings it starts.
 
 The browser, API and load tests all talk to the same server, so the model and the
 tokenizer (about 8 s to build) are built once per pytest process.
@@ -13,7 +14,9 @@ import functools
 import http.server
 import socket
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -72,3 +75,71 @@ def serve_directory(directory: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@dataclass
+class WatchedReading:
+    """One call of the reader by the served app, as the test sees it."""
+
+    question: str
+    started: float  # time.monotonic() when the reader was called
+    windows_read: int = 0
+    windows_planned: int | None = None
+    outcome: str | None = None  # "answered" or "stopped" (ReadingStopped), once it has ended
+    ended_at: float | None = None
+    first_window: threading.Event = field(default_factory=threading.Event)
+    ended: threading.Event = field(default_factory=threading.Event)
+
+
+def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
+    """Record every reading the app starts from now on, each window followed by ``pause`` seconds.
+
+    The pause, taken where the reader reports a window, makes a short document take long enough
+    to be stopped half way; the reader's own ``should_stop`` check follows it.
+    """
+    from littlebird.reader import ReadingStopped, read
+
+    readings: list[WatchedReading] = []
+
+    def watched_read(question, text, **options):
+        reading = WatchedReading(question, time.monotonic())
+        readings.append(reading)
+        report = options.get("on_window")
+
+        def on_window(done, total):
+            reading.windows_read, reading.windows_planned = done, total
+            reading.first_window.set()
+            time.sleep(pause)
+            if report is not None:
+                report(done, total)
+
+        try:
+            result = read(question, text, **{**options, "on_window": on_window})
+            reading.outcome = "answered"
+            return result
+        except ReadingStopped:
+            reading.outcome = "stopped"
+            raise
+        finally:
+            reading.ended_at = time.monotonic()
+            reading.ended.set()
+
+    monkeypatch.setattr("app.qa.read", watched_read)
+    return readings
+
+
+def wait_for_reading(readings: list[WatchedReading], question: str, timeout: float = 120.0) -> WatchedReading:
+    """The first reading of ``question`` once it has read a window."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [r for r in readings if r.question == question]
+        if found and found[0].first_window.wait(0.1):
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError(f"the app read no window for {question!r} within {timeout:g} s")
+
+
+def long_document(n_tokens: int = 24_000) -> str:
+    """Plain text of about ``n_tokens`` tokens: several of the app's 8192-token windows."""
+    sentence = "Paragraph {}: Jikji was printed with movable metal type at Heungdeoksa temple in 1377.\n\n"
+    return "".join(sentence.format(i) for i in range(n_tokens // 27))
