@@ -16,7 +16,7 @@ module, so the F1 the evaluation reports is the F1 of the reader users get.
 - Bounds: a time budget after which no further window starts, and a ``should_stop`` callable,
   asked before each window, that ends a reading nobody wants any more (:class:`ReadingStopped`).
 
-Works for LittleBird, the teacher (:mod:`littlebird.training.teacher`) and the baseline adapters
+Works for LittleBird, the teacher (:mod:`littlebird.training.teacher_model`) and the baseline adapters
 (:mod:`littlebird.baselines`): all three answer with ``top_start_indices``,
 ``top_start_logits``, ``top_end_logits`` and ``answerable_logits``.
 """
