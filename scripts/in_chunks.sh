@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run a training stage in chunks of CHUNK minutes until it finishes or TOTAL minutes are spent:
+#
+#   scripts/in_chunks.sh TOTAL CHUNK OUTPUT_DIR python -m littlebird.training.distill ... --output-dir OUTPUT_DIR
+#
+# Each chunk is the same command with --max-minutes CHUNK; the stage saves at its end and the next chunk
+# resumes from OUTPUT_DIR/state.pt. Why: with jemalloc that never hands memory back (the training
+# script's allocator setting) a process's memory grows with the variety of batch shapes: one distillation
+# process held 7 GB after 20 minutes, the next one 22 GB after 15 and was OOM-killed. A fresh process
+# every CHUNK minutes keeps it bounded; a chunk that dies anyway (OOM) is followed by the next, which
+# resumes from the last save, up to 3 times.
+set -euo pipefail
+total=$1; chunk=$2; out=$3; shift 3
+start=$(date +%s)
+failures=0
+while :; do
+  if [ -f "$out/summary.json" ] && python - "$out/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(0 if s["step"] >= s["total_steps"] else 1)
+PY
+  then echo "in_chunks: $out finished"; break; fi
+  left=$(( total - ($(date +%s) - start) / 60 ))
+  if [ "$left" -le 1 ]; then echo "in_chunks: $total minutes spent"; break; fi
+  this=$(( left < chunk ? left : chunk ))
+  if ! "$@" --max-minutes "$this"; then
+    failures=$((failures + 1))
+    echo "in_chunks: a chunk of $out failed ($failures)" >&2
+    [ "$failures" -lt 3 ] || exit 1
+  fi
+done
