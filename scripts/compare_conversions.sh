@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 6: LittleBird next to the seeds' other two conversions, BigBird + TAPER and Longformer, on equal
+# LittleBird next to the seeds' other two conversions, BigBird + TAPER and Longformer, on equal
 # terms, ending with the README's table (accuracy by context length; latency and memory at 4K and 16K).
 #
-#   scripts/compare_conversions.sh          # after scripts/train_default_checkpoint.sh (it needs runs/teacher3)
+#   scripts/compare_conversions.sh          # after scripts/train_default_checkpoint.sh (it needs runs/c1-teacher)
 #
 # Every step skips what an earlier run already wrote, so a rerun resumes.
 set -euo pipefail
@@ -12,7 +12,8 @@ DATA=${DATA:-../shared/data}
 RUNS=${RUNS:-runs}
 LAUNCH=${LAUNCH:-python}
 SCALE=${SCALE:-1}
-TEACHER=${TEACHER:-$RUNS/teacher3/model}      # what the student was converted from: the baselines' source too
+TEACHER=${TEACHER:-$RUNS/c1-teacher/model}    # what the student was converted from: the baselines' source too
+LAYERS=${LAYERS:-12}                           # the student's depth (the README's table: the earlier 6-layer one, LAYERS=6)
 STUDENT=${STUDENT:-assets/littlebird-qa}
 EN_QUESTIONS=${EN_QUESTIONS:-2500}
 KO_QUESTIONS=${KO_QUESTIONS:-2500}
@@ -20,13 +21,13 @@ EVAL_QUESTIONS=${EVAL_QUESTIONS:-100}
 ARTICLE_QUESTIONS=${ARTICLE_QUESTIONS:-40}     # the student's cap in train_default_checkpoint.sh
 minutes() { python -c "print($1 * $SCALE)"; }
 
-# 1. Each baseline from the teacher's encoder (the student's 6 layers), then trained on stage 3's data as
+# 1. Each baseline from the teacher's encoder (the student's LAYERS layers), then trained on stage 3's data as
 #    train_default_checkpoint.sh gives it to LittleBird: same options, seed, batch, rate and steps. The budget is
 #    the 40 x 4 windows, not stage 3's time box: on CPU Longformer's steps take about 3x LittleBird's, and a box
 #    would cut it short. Each run's log.txt has its wall time.
 for kind in bigbird-taper longformer; do
   [ -d "$RUNS/long-$kind/model" ] && continue
-  $LAUNCH -m littlebird.training.baselines --kind "$kind" --source "$TEACHER" --num-layers 6 --data-dir "$DATA" \
+  $LAUNCH -m littlebird.training.baselines --kind "$kind" --source "$TEACHER" --num-layers "$LAYERS" --data-dir "$DATA" \
     --output-dir "$RUNS/long-$kind" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
     --max-length 1024 --batch-size 4 --lr 3e-5 \
     --max-steps 40 --max-minutes "$(minutes 60)" --log-every 2 --seed 4
@@ -35,7 +36,7 @@ done
 # 1b. An ablation: LittleBird without its distillation stage (the teacher converted, --max-steps 0, then stage 3
 #     exactly as train_default_checkpoint.sh runs it), to tell what distillation brings from what attention does.
 [ -d "$RUNS/convert-only/model" ] || python -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DATA" \
-  --output-dir "$RUNS/convert-only" --num-layers 6 --max-en-questions 1 --max-ko-questions 1 --max-steps 0
+  --output-dir "$RUNS/convert-only" --num-layers "$LAYERS" --max-en-questions 1 --max-ko-questions 1 --max-steps 0
 [ -d "$RUNS/long-no-distill/model" ] || $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/convert-only/model" --data-dir "$DATA" \
   --output-dir "$RUNS/long-no-distill" --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
@@ -57,8 +58,8 @@ for pair in "student:$STUDENT" "bigbird-taper:$RUNS/long-bigbird-taper/model" "l
   done
 done
 
-# 3. Latency and memory at the trained models' size (e5-small's width, 6 layers), 4K and 16K tokens.
-[ -f "$RUNS/eval/bench-conversions.json" ] || python benchmarks/bench_models.py --hidden 384 --layers 6 \
+# 3. Latency and memory at the trained models' size (e5-small's width, LAYERS layers), 4K and 16K tokens.
+[ -f "$RUNS/eval/bench-conversions.json" ] || python benchmarks/bench_models.py --hidden 384 --layers "$LAYERS" \
   --heads 12 --lengths 4096 16384 --json "$RUNS/eval/bench-conversions.json"
 
 # 4. The table.
