@@ -293,6 +293,8 @@ class BaselineQAAdapter(nn.Module):
     shows LittleBird's attention only.
     """
 
+    end_depends_on_start = False  # the reader scores its pairs with the raw end logits
+
     def __init__(self, model: BigBirdForQuestionAnswering | LongformerForQuestionAnswering):
         super().__init__()
         if model.config.model_type not in BASELINE_MODEL_TYPES:

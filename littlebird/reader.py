@@ -296,15 +296,36 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
     return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy())
 
 
+def end_log_probabilities(top_end_logits: np.ndarray) -> np.ndarray:
+    """log p(end | start) over each start's allowed ends: ``top_end_logits`` (W, k, L) log-softmaxed on L.
+
+    Appendix A.2's end head learns a softmax over ends given the gold start only, so its raw
+    logits are on a different scale for every start: a wrong start can get high end logits
+    (measured: "Mul|liga|n" scored above "Robert Mulligan" on raw sums, 6.8 against 2.5 for the
+    end, while the start logits ranked "Robert" first). Normalised per start, start + end is the
+    log of p(start) p(end | start) up to a per-window constant.
+    """
+    finite = np.isfinite(top_end_logits)
+    peak = np.max(np.where(finite, top_end_logits, -np.inf), axis=-1, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0.0)
+    total = np.sum(np.where(finite, np.exp(top_end_logits - peak), 0.0), axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.where(finite, top_end_logits - peak - np.log(np.maximum(total, 1e-30)), -np.inf)
+
+
 def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
-                    limit: int) -> list[Candidate]:
+                    limit: int, *, end_depends_on_start: bool = True) -> list[Candidate]:
     """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
 
     A pair counts if both ends are document tokens with text (not the question, a tag token or
-    padding) and the model gave it a finite score.
+    padding) and the model gave it a finite score. A pair's score is the start logit plus the
+    end's log-probability given that start (:func:`end_log_probabilities`) where the end depends
+    on the start, else plus the raw end logit (the baselines' independent ends: normalising them
+    per start would favour starts with little end mass after them).
     """
     W, k, L = logits.top_end_logits.shape
-    scores = logits.top_start_logits[:, :, None] + logits.top_end_logits  # (W, k, L)
+    ends = end_log_probabilities(logits.top_end_logits) if end_depends_on_start else logits.top_end_logits
+    scores = logits.top_start_logits[:, :, None] + ends  # (W, k, L)
     top = logits.top_start_indices[:, :, None]  # (W, k, 1)
     start_doc = top - prefix_length + np.asarray(starts)[:, None, None]  # (W, k, 1)
     end_doc = start_doc + np.arange(L)[None, None, :]  # (W, k, L)
@@ -448,7 +469,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     planned, starts = len(starts), starts[: len(logits.answerable_logits)]
 
     clock = time.perf_counter()
-    candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER)
+    candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER,
+                                 end_depends_on_start=getattr(model, "end_depends_on_start", True))
     answers = merge_candidates(candidates, text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock

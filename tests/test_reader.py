@@ -20,6 +20,7 @@ from littlebird.reader import (
     merge_candidates,
     question_prefix,
     read,
+    end_log_probabilities,
     span_candidates,
     special_ids,
     tokenize_questions,
@@ -77,13 +78,33 @@ def test_decoding_rules_on_fake_logits():
     end_logits[0, 1] = [8.0, 8.0, 8.0]  # a start inside the question: never an answer
     end_logits[0, 2] = [0.0, -np.inf, -np.inf]  # start on the tag token: no text
     logits = WindowLogits(np.array([[3, 1, 5]]), np.array([[5.0, 9.0, 4.0]]), end_logits, np.array([0.0]))
-    found = span_candidates(logits, spans, 3, [0], limit=10)
+    found = span_candidates(logits, spans, 3, [0], limit=10, end_depends_on_start=False)  # raw sums
     assert [(c.start, c.end) for c in found] == [(0, 10), (0, 5)]
     assert [c.score for c in found] == [7.0, 6.0]
     answers = merge_candidates(found + [Candidate(6.5, 0, 10, 1)], text, n_best=5)
     assert [(a.text, a.score, a.window) for a in answers] == [("alpha beta", 7.0, 0), ("alpha", 6.0, 0)]
     assert sum(a.probability for a in answers) == pytest.approx(1.0)
     assert answers[0].probability == pytest.approx(1 / (1 + np.exp(-1.0)))
+
+
+def test_end_logits_are_normalised_per_start_where_the_end_depends_on_it():
+    # "Robert Mulligan": the right start (token 0, logit 5) has spread-out end logits; a wrong start
+    # inside the name (token 1, logit 2.6) has one high end logit. Raw sums pick the wrong start.
+    text = "Robert Mulligan directed"
+    spans = np.array([[0, 6], [7, 15], [16, 24]])
+    end_logits = np.full((1, 2, 2), -np.inf)
+    end_logits[0, 0] = [0.0, 2.5]  # (0, 0) "Robert", (0, 1) "Robert Mulligan"
+    end_logits[0, 1] = [6.8, -np.inf]  # (1, 1) "Mulligan"; its second end is past the window
+    logits = WindowLogits(np.array([[0, 1]]), np.array([[5.0, 2.6]]), end_logits, np.array([0.0]))
+    raw = span_candidates(logits, spans, 0, [0], limit=3, end_depends_on_start=False)
+    assert [text[c.start : c.end] for c in raw][0] == "Mulligan"
+    normalised = span_candidates(logits, spans, 0, [0], limit=3)
+    assert [text[c.start : c.end] for c in normalised] == ["Robert Mulligan", "Mulligan", "Robert"]
+    assert normalised[0].score == pytest.approx(5.0 + 2.5 - np.log(np.exp(0.0) + np.exp(2.5)))
+    assert normalised[1].score == pytest.approx(2.6)  # its only allowed end: probability 1
+    probabilities = end_log_probabilities(end_logits)
+    assert np.exp(probabilities[0, 0]).sum() == pytest.approx(1.0) and probabilities[0, 1, 1] == -np.inf
+    assert np.isneginf(end_log_probabilities(np.full((1, 1, 3), -np.inf))).all()  # no allowed end: no pair
 
 
 def test_tidy_hook_merges_spans_that_tidy_to_the_same_answer():
