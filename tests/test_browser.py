@@ -98,8 +98,13 @@ def test_paste_example_ask_and_explore(page):
     marks = page.locator("#lb-document mark.lb-best")
     assert marks.count() >= 1
     assert "".join(marks.all_inner_texts()) == answer
-    assert page.locator("#lb-document mark.lb-alt").count() >= 1  # the other n-best, lighter
     assert page.locator("#lb-answer-card table.lb-nbest tbody tr").count() >= 2
+    # the other n-best are marked lighter where they reach outside the best answer's span
+    others = page.locator("#lb-answer-card table.lb-nbest tbody tr .lb-text").all_inner_texts()[1:]
+    lighter = page.locator("#lb-document mark.lb-alt").all_inner_texts()
+    assert all(any(piece.strip() in other for other in others) for piece in lighter)
+    if any(other.strip() not in answer for other in others):
+        assert lighter
 
     # the document box scrolled so the answer is in view
     visible = page.evaluate(
