@@ -10,23 +10,12 @@ long-context model folder, or the shipped ``assets/littlebird-qa``) when no teac
 
 from __future__ import annotations
 
-import argparse
-
-from . import loop
-from .options import (add_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      short_context_features)
-from .student import train_saved_student
+from .options import add_data_arguments, short_context_features
+from .student import student_stage_main
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--student-dir", required=True, help="a saved LittleBird QA model folder")
-    add_data_arguments(parser, max_length=384)
-    add_padding_insertion_arguments(parser)
-    add_trainable_arguments(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
-    train_saved_student(args, short_context_features)
+    student_stage_main(argv, __doc__, lambda parser: add_data_arguments(parser, max_length=384), short_context_features)
 
 
 if __name__ == "__main__":

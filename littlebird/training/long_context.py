@@ -12,23 +12,12 @@ plain paragraphs. Each question gives one window of ``--max-length`` tokens hold
 
 from __future__ import annotations
 
-import argparse
-
-from . import loop
-from .options import (add_long_context_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      long_context_features)
-from .student import train_saved_student
+from .options import add_long_context_data_arguments, long_context_features
+from .student import student_stage_main
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--student-dir", required=True, help="the distillation stage's model folder")
-    add_long_context_data_arguments(parser)
-    add_padding_insertion_arguments(parser)
-    add_trainable_arguments(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
-    train_saved_student(args, long_context_features)
+    student_stage_main(argv, __doc__, add_long_context_data_arguments, long_context_features)
 
 
 if __name__ == "__main__":

