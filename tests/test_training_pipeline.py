@@ -4,6 +4,7 @@ and the baselines trained like the long-context stage."""
 import argparse
 import json
 import os
+from collections import Counter
 
 import pytest
 import torch
@@ -226,11 +227,25 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
 
 
-def long_context_args(recipe):
+def long_context_args(recipe, *extra):
     parser = argparse.ArgumentParser()
     add_long_context_data_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96"])
+    return parser.parse_args(["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96", *extra])
+
+
+def test_long_context_stage_can_keep_practising_short_windows(recipe):
+    tokenizer = build_tokenizer()
+    key = lambda feature: (tuple(feature.input_ids), feature.start, feature.end)
+    long_only = Counter(map(key, long_context_features(long_context_args(recipe), tokenizer, with_sentence_ends=True)))
+    mixed = Counter(map(key, long_context_features(
+        long_context_args(recipe, "--short-en-questions", "3", "--short-ko-questions", "3", "--short-max-length", "32"),
+        tokenizer, with_sentence_ends=True)))
+    added = list((mixed - long_only).elements())
+    assert long_only <= mixed and added
+    assert max(len(ids) for ids, _, _ in long_only) > 32 >= max(len(ids) for ids, _, _ in added)
+    questions = {ids[: ids.index(tokenizer.sep_token_id)] for ids, _, _ in added}
+    assert 2 <= len(questions) <= 6  # both languages' 3 questions at most, each cut into windows
 
 
 @pytest.mark.parametrize("kind", baselines.KINDS)

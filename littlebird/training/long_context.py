@@ -6,6 +6,8 @@ other passages under their own headings. Half the documents are rendered as the 
 renders a web page (``<h1> title <p> ...``) so the HTML structure tokens are learnt; the rest as
 plain paragraphs. Each question gives one window of ``--max-length`` tokens holding its answer
 (at a random place in the window), plus a share of windows without it. Padding Insertion stays on.
+``--short-en-questions`` / ``--short-ko-questions`` mix in paragraph windows as the fine-tuning stage
+cuts them, so the paragraph skill is practised while long inputs are learnt.
 
     python -m littlebird.training.long_context --student-dir runs/distill/model --output-dir runs/long
 """
