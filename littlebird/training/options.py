@@ -32,16 +32,24 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, max_length: int) -> N
                         help="share of answer-less windows of long contexts kept (they teach 'no answer here')")
 
 
+def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
+                      unanswerable_rate: float, with_sentence_ends: bool, seed: int) -> list:
+    """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions)."""
+    features = []
+    for language, limit in limits:
+        articles = take_questions(corpus.train[language], limit, seed=seed)
+        features += encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
+                                    unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends,
+                                    seed=seed)
+    return features
+
+
 def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False) -> list:
     """Short-input features of the training split: English subset + Korean, windows of ``max_length``."""
-    corpus = load_corpus(args.data_dir, args.dev_fraction)
-    features = []
-    for language, limit in _question_limits(args):
-        articles = take_questions(corpus.train[language], limit, seed=args.seed)
-        features += encode_articles(articles, tokenizer, language=language, max_length=args.max_length,
-                                    stride=args.doc_stride, unanswerable_rate=args.unanswerable_rate,
-                                    with_sentence_ends=with_sentence_ends, seed=args.seed)
-    return features
+    return paragraph_windows(load_corpus(args.data_dir, args.dev_fraction), tokenizer, _question_limits(args),
+                             max_length=args.max_length, stride=args.doc_stride,
+                             unanswerable_rate=args.unanswerable_rate, with_sentence_ends=with_sentence_ends,
+                             seed=args.seed)
 
 
 def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
@@ -86,13 +94,11 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
     points of paragraph F1.
     """
     corpus = load_corpus(args.data_dir, args.dev_fraction)
-    features = []
-    for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]:
-        if count:
-            articles = take_questions(corpus.train[language], count, seed=args.seed)
-            features += encode_articles(articles, tokenizer, language=language, max_length=args.short_max_length,
-                                        stride=args.short_max_length // 3, unanswerable_rate=0.1,
-                                        with_sentence_ends=with_sentence_ends, seed=args.seed)
+    short = [(language, count) for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]
+             if count]
+    features = paragraph_windows(corpus, tokenizer, short, max_length=args.short_max_length,
+                                 stride=args.short_max_length // 3, unanswerable_rate=0.1,
+                                 with_sentence_ends=with_sentence_ends, seed=args.seed)
     for language, limit in _question_limits(args):
         documents = long_documents(corpus.train[language], language, html_share=args.html_share,
                                    passages_per_document=args.ko_passages_per_document, seed=args.seed)
