@@ -4,7 +4,8 @@ A run trained with ``--snapshots`` keeps its model at every save (``<run>/snapsh
 the end (``<run>/model``). Each is scored with the evaluation CLI (``python -m littlebird.evaluation``)
 on the dev files, and the features seen so far (optimizer steps x batch x accumulation, read from
 the run's ``state.pt``) go on the x axis. Runs given in order add up: a second round started with
-``--init-from`` continues the first one's count.
+``--init-from`` continues the first one's count, and ``--features-before`` starts the count where
+earlier rounds, whose run folders are gone, left it.
 
     python scripts/learning_curve.py --runs runs/c1-teacher --dev runs/dev --name teacher \\
         --output docs/learning-curve
@@ -103,6 +104,8 @@ def main(argv=None) -> None:
     parser.add_argument("--max-questions", type=int, default=None)
     parser.add_argument("--eval-args", default="", help="extra options for the evaluation CLI, e.g. '--max-length 384'")
     parser.add_argument("--output", default="docs/learning-curve")
+    parser.add_argument("--features-before", type=int, default=0,
+                        help="features the model saw before the first of --runs (earlier rounds, maybe lost)")
     args = parser.parse_args(argv)
 
     output = Path(args.output)
@@ -110,7 +113,7 @@ def main(argv=None) -> None:
     store = output.with_suffix(".json")
     points = json.loads(store.read_text()) if store.exists() else []
     done = {(p["name"], p["run"], p["step"]) for p in points}
-    offset = 0
+    offset = args.features_before
     for run in map(Path, args.runs):
         per_step = features_per_step(run)
         for step, model_dir in run_points(run):
