@@ -20,7 +20,7 @@ from littlebird.training.data import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
 from littlebird.training.options import add_long_context_data_arguments, freeze_lower_layers, long_context_features
-from littlebird.training.student import FEATURES_FILE, cached_features
+from littlebird.training.student import FEATURES_FILE
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
@@ -228,26 +228,24 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
 
 
-def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path):
+def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeypatch):
+    builds = []
+    build = finetune.short_context_features
+    monkeypatch.setattr(finetune, "short_context_features", lambda *a, **k: builds.append(1) or build(*a, **k))
     args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
             "--output-dir", str(tmp_path / "chunks"), "--max-length", "48", "--doc-stride", "16",
             "--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1"]
     finetune.main([*args, "--max-steps", "1", "--max-minutes", "5"])
     saved = torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)
-    assert saved["features"] and saved["options"]["max_length"] == 48
-
-    def build_again():
-        raise AssertionError("the windows were built again")
-    # the next chunk: another time box and a longer schedule reuse the windows ...
-    options = argparse.Namespace(**{**saved["options"], "output_dir": str(tmp_path / "chunks"), "max_minutes": 3,
-                                    "max_steps": 2})
-    assert cached_features(options, build_again) == saved["features"]
+    assert builds == [1] and saved["features"] and saved["options"]["max_length"] == 48
+    # the next chunk: another time box and a longer schedule resume on the saved windows ...
     finetune.main([*args, "--max-steps", "2", "--max-minutes", "3"])
+    assert builds == [1]
     assert any("resumed from" in line and "at step 1" in line for line in log_lines(tmp_path / "chunks"))
-    # ... and any option that shapes them (here the seed) builds them anew
-    options.seed += 1
-    assert cached_features(options, lambda: ["rebuilt"]) == ["rebuilt"]
-    assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["features"] == ["rebuilt"]
+    # ... and an option that shapes them (here the seed) builds them anew
+    finetune.main([*args, "--max-steps", "2", "--seed", "7"])
+    assert builds == [1, 1]
+    assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
 
 
 def long_context_args(recipe, *extra):
