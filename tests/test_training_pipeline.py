@@ -228,22 +228,26 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
 
 
-def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stage", ["finetune", "teacher"])
+def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeypatch, stage):
+    module = {"finetune": finetune, "teacher": teacher}[stage]
     builds = []
-    build = finetune.short_context_features
-    monkeypatch.setattr(finetune, "short_context_features", lambda *a, **k: builds.append(1) or build(*a, **k))
-    args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+    build = module.short_context_features
+    monkeypatch.setattr(module, "short_context_features", lambda *a, **k: builds.append(1) or build(*a, **k))
+    start = {"finetune": ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR)],
+             "teacher": ["--source", str(recipe["source"])]}[stage]
+    args = [*start, "--data-dir", str(recipe["data"]),
             "--output-dir", str(tmp_path / "chunks"), "--max-length", "48", "--doc-stride", "16",
             "--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1"]
-    finetune.main([*args, "--max-steps", "1", "--max-minutes", "5"])
+    module.main([*args, "--max-steps", "1", "--max-minutes", "5"])
     saved = torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)
     assert builds == [1] and saved["features"] and saved["options"]["max_length"] == 48
     # the next chunk: another time box and a longer schedule resume on the saved windows ...
-    finetune.main([*args, "--max-steps", "2", "--max-minutes", "3"])
+    module.main([*args, "--max-steps", "2", "--max-minutes", "3"])
     assert builds == [1]
     assert any("resumed from" in line and "at step 1" in line for line in log_lines(tmp_path / "chunks"))
     # ... and an option that shapes them (here the seed) builds them anew
-    finetune.main([*args, "--max-steps", "2", "--seed", "7"])
+    module.main([*args, "--max-steps", "2", "--seed", "7"])
     assert builds == [1, 1]
     assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
 

@@ -15,6 +15,7 @@ from . import loop
 from .batching import QACollator
 from .objectives import QAObjective
 from .options import add_data_arguments, add_trainable_arguments, apply_trainable_arguments, short_context_features
+from .student import cached_features
 from .teacher_model import build_teacher, load_teacher, save_teacher
 
 
@@ -32,7 +33,8 @@ def main(argv=None) -> None:
     tokenizer = build_tokenizer()
     model = load_teacher(args.init_from).train() if args.init_from else build_teacher(args.source)
     apply_trainable_arguments(model, args)
-    features = short_context_features(args, tokenizer)
+    # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
+    features = cached_features(args, lambda: short_context_features(args, tokenizer))
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)
     loop.train(QAObjective(model), features, collate, args,
                save_model=lambda objective, path: save_teacher(objective.model, path))
