@@ -68,3 +68,31 @@ def register_dense_reference() -> str:
     """Make ``attention_backend="dense_reference"`` run :func:`dense_reference_backend`; returns the name."""
     USW_ATTENTION_BACKENDS[DENSE_REFERENCE] = dense_reference_backend
     return DENSE_REFERENCE
+
+
+def window_visibility(n: int, block_size: int, key_valid: torch.Tensor) -> torch.Tensor:
+    """(B, 1, n, n) bool: the token keys a LittleBird query sees (own and neighbouring blocks, block 0)."""
+    blocks = torch.arange(n, device=key_valid.device) // block_size
+    local = (blocks.view(-1, 1) - blocks.view(1, -1)).abs() <= 1
+    seen = local | (blocks == 0).view(1, -1)
+    return seen.view(1, 1, n, n) & key_valid.view(-1, 1, 1, n)
+
+
+def dense_attention_distillation_loss(student_attentions, teacher_attentions, layer_map, attention_mask, block_size):
+    """The attention-distillation KL on n x n maps, as :mod:`littlebird.training.objectives` first computed it.
+
+    The student's weights are expanded by ``to_dense``, both sides masked to the window and renormalised:
+    the reference the compact loss is tested against, and the benchmark's "dense attention KL" row.
+    """
+    B, n = attention_mask.shape
+    visible = window_visibility(n, block_size, attention_mask.bool())
+    rows = attention_mask.view(B, 1, n).float()
+    total, eps = 0.0, 1e-8
+    for student, index in zip(student_attentions, layer_map):
+        s = student.to_dense(n).float() * visible
+        t = teacher_attentions[index].float() * visible
+        s = s / s.sum(-1, keepdim=True).clamp(min=eps)
+        t = t / t.sum(-1, keepdim=True).clamp(min=eps)
+        kl = (t * (torch.log(t + eps) - torch.log(s + eps))).sum(-1)
+        total = total + (kl * rows).sum() / (rows.sum() * kl.shape[1])
+    return total / len(layer_map)

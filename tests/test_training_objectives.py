@@ -2,8 +2,9 @@
 
 import torch
 
+from littlebird.reference import dense_attention_distillation_loss, window_visibility
 from littlebird.training.objectives import (attention_distillation_loss, qa_logits, qa_loss, soft_target_loss,
-                                            window_visibility)
+                                            teacher_windows)
 from tests.littlebird_factories import tiny_qa_model
 
 
@@ -30,6 +31,40 @@ def test_attention_loss_is_zero_for_the_students_own_attention_and_positive_othe
     # student layer i reads teacher layer layer_map[i]
     swapped = attention_distillation_loss(out.attentions, own[::-1], [1, 0], mask, 8)
     assert swapped.abs() < 1e-5
+
+
+def test_teacher_windows_cut_the_dense_map_as_the_student_lays_out_its_own():
+    model = tiny_qa_model(block_size=8, pack_size=4)
+    ids = torch.randint(3, 300, (2, 37))
+    with torch.no_grad():
+        out = model.littlebird(ids, attention_mask=torch.ones_like(ids), output_attentions=True, return_dict=True)
+    for layer in out.attentions:
+        local, global_ = teacher_windows(layer.to_dense(37), 8)
+        n = 37  # the last block is partial: compare on real queries and real keys only
+        valid_rows = torch.arange(local.shape[2] * 8).view(local.shape[2], 8) < n
+        keys = torch.arange(-8, local.shape[2] * 8 + 8)
+        window_keys = keys.unfold(0, 24, 8)  # (nb, 3b) original key index of each window slot
+        real_keys = ((window_keys >= 0) & (window_keys < n)).view(1, 1, -1, 1, 24)
+        expected = layer.local * real_keys * valid_rows.view(1, 1, -1, 8, 1)
+        assert torch.allclose(local * valid_rows.view(1, 1, -1, 8, 1), expected, atol=1e-6)
+        expected_global = layer.global_ * valid_rows.view(1, 1, -1, 8, 1)
+        assert torch.allclose(global_ * valid_rows.view(1, 1, -1, 8, 1), expected_global, atol=1e-6)
+
+
+def test_compact_attention_loss_matches_the_dense_reference():
+    torch.manual_seed(0)
+    model = tiny_qa_model(block_size=8, pack_size=4)
+    for n, pad_from in ((30, 25), (40, 40), (45, 19)):  # partial last block, whole blocks, long padding
+        ids = torch.randint(3, 300, (2, n))
+        mask = torch.ones_like(ids)
+        mask[1, pad_from:] = 0
+        with torch.no_grad():
+            out = model.littlebird(ids, attention_mask=mask, output_attentions=True, return_dict=True)
+        teacher = [torch.softmax(torch.randn(2, a.local.shape[1], n, n) * 3, dim=-1) for a in out.attentions]
+        compact = attention_distillation_loss(out.attentions, teacher, [1, 0], mask, 8)
+        dense = dense_attention_distillation_loss(out.attentions, teacher, [1, 0], mask, 8)
+        assert dense > 0.01
+        assert torch.allclose(compact, dense, rtol=1e-4), (n, compact, dense)
 
 
 def test_soft_targets_and_qa_loss():

@@ -58,12 +58,36 @@ def soft_target_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: 
     return temperature**2 * F.kl_div(log_p_student, p_teacher, reduction="batchmean")
 
 
-def window_visibility(n: int, block_size: int, key_valid: torch.Tensor) -> torch.Tensor:
-    """(B, 1, n, n) bool: the token keys a LittleBird query sees (own and neighbouring blocks, block 0)."""
-    blocks = torch.arange(n, device=key_valid.device) // block_size
-    local = (blocks.view(-1, 1) - blocks.view(1, -1)).abs() <= 1
-    seen = local | (blocks == 0).view(1, -1)
-    return seen.view(1, 1, n, n) & key_valid.view(-1, 1, 1, n)
+def teacher_windows(teacher: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A teacher's dense attention (B, h, n, n) cut to LittleBird's compact form, never building n x n twice.
+
+    Returns ``local`` (B, h, nb, b, 3b), what each query of block q gave to blocks q-1, q, q+1, and
+    ``global_`` (B, h, nb, b, b), what it gave to block 0 (zeros for q <= 1, whose window holds block 0):
+    the layout of :class:`littlebird.modeling_littlebird.LittleBirdAttentions`.
+    """
+    B, h, n, _ = teacher.shape
+    b = block_size
+    nb = -(-n // b)
+    size = nb * b
+    # Queries padded to whole blocks; keys with one spare block on each side (zeros: no such key).
+    padded = F.pad(teacher, (b, size - n + b, 0, size - n)).contiguous()  # (B, h, size, size + 2b)
+    st = padded.stride()
+    local = padded.as_strided((B, h, nb, b, 3 * b), (st[0], st[1], b * (st[2] + st[3]), st[2], st[3]))
+    global_ = padded[..., b : 2 * b].reshape(B, h, nb, b, b).clone()
+    global_[:, :, :2] = 0
+    return local, global_
+
+
+def window_key_valid(key_valid: torch.Tensor, block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Key validity (B, n) in the compact form: (B, 1, nb, 1, 3b) for the window, (B, 1, nb, 1, b) for block 0."""
+    B, n = key_valid.shape
+    b = block_size
+    nb = -(-n // b)
+    valid = F.pad(key_valid, (b, nb * b - n + b), value=False)  # (B, size + 2b)
+    local = valid.unfold(1, 3 * b, b)  # (B, nb, 3b): blocks q-1, q, q+1
+    global_ = valid[:, b : 2 * b].view(B, 1, b).expand(B, nb, b).clone()
+    global_[:, :2] = False
+    return local.view(B, 1, nb, 1, 3 * b), global_.view(B, 1, nb, 1, b)
 
 
 def attention_distillation_loss(student_attentions: Sequence, teacher_attentions: Sequence[torch.Tensor],
@@ -75,19 +99,29 @@ def attention_distillation_loss(student_attentions: Sequence, teacher_attentions
     LittleBird query to its window and the packed vectors: both are compared on the tokens the
     window shows, each renormalised there (the packed share has no teacher counterpart).
     Student layer i learns from teacher layer ``layer_map[i]``.
+
+    Both sides are compared in the student's compact form (window and block 0, O(n b) per head):
+    the student's weights are never expanded to n x n, and the teacher's are read through strided views.
     """
     B, n = attention_mask.shape
     valid = attention_mask.bool()
-    visible = window_visibility(n, block_size, valid)
-    rows = valid.view(B, 1, n).float()
+    local_valid, global_valid = window_key_valid(valid, block_size)
+    nb = local_valid.shape[2]
+    rows = F.pad(valid, (0, nb * block_size - n)).view(B, 1, nb, block_size).float()
     total = 0.0
     eps = 1e-8
+
+    def renormalised(local: torch.Tensor, global_: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        local = local.float() * local_valid
+        global_ = global_.float() * global_valid
+        norm = (local.sum(-1, keepdim=True) + global_.sum(-1, keepdim=True)).clamp(min=eps)
+        return local / norm, global_ / norm
+
     for student, index in zip(student_attentions, layer_map):
-        s = student.to_dense(n).float() * visible  # (B, h, n, n)
-        t = teacher_attentions[index].float() * visible
-        s = s / s.sum(-1, keepdim=True).clamp(min=eps)
-        t = t / t.sum(-1, keepdim=True).clamp(min=eps)
-        kl = (t * (torch.log(t + eps) - torch.log(s + eps))).sum(-1)  # (B, h, n)
+        s_local, s_global = renormalised(student.local, student.global_)
+        t_local, t_global = renormalised(*teacher_windows(teacher_attentions[index], block_size))
+        kl = ((t_local * (torch.log(t_local + eps) - torch.log(s_local + eps))).sum(-1)
+              + (t_global * (torch.log(t_global + eps) - torch.log(s_global + eps))).sum(-1))  # (B, h, nb, b)
         total = total + (kl * rows).sum() / (rows.sum() * kl.shape[1])
     return total / len(layer_map)
 
@@ -116,8 +150,10 @@ class DistillationObjective(nn.Module):
     """
 
     def __init__(self, student: nn.Module, teacher: nn.Module, layer_map: Sequence[int], *,
-                 temperature: float = 2.0, hard_weight: float = 0.5, attention_weight: float = 1.0):
+                 temperature: float = 2.0, hard_weight: float = 0.5, attention_weight: float = 1.0,
+                 attention_loss=attention_distillation_loss):
         super().__init__()
+        self.attention_loss = attention_loss  # the benchmark's dense row passes littlebird.reference's
         self.model = student
         self.teacher = teacher.eval().requires_grad_(False)
         self.layer_map = list(layer_map)
@@ -144,7 +180,7 @@ class DistillationObjective(nn.Module):
         loss = self.hard_weight * hard + soft
         scalars = {"hard": hard.item(), "soft": soft.item()}
         if self.attention_weight > 0:
-            attention = attention_distillation_loss(encoded.attentions, taught.attentions, self.layer_map, mask,
+            attention = self.attention_loss(encoded.attentions, taught.attentions, self.layer_map, mask,
                                                     self.model.config.block_size)
             loss = loss + self.attention_weight * attention
             scalars["attention"] = attention.item()
