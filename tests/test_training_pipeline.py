@@ -228,14 +228,16 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
 
 
-@pytest.mark.parametrize("stage", ["finetune", "teacher"])
+@pytest.mark.parametrize("stage", ["finetune", "teacher", "distill"])
 def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeypatch, stage):
-    module = {"finetune": finetune, "teacher": teacher}[stage]
+    module = {"finetune": finetune, "teacher": teacher, "distill": distill}[stage]
     builds = []
     build = module.short_context_features
     monkeypatch.setattr(module, "short_context_features", lambda *a, **k: builds.append(1) or build(*a, **k))
     start = {"finetune": ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR)],
-             "teacher": ["--source", str(recipe["source"])]}[stage]
+             "teacher": ["--source", str(recipe["source"])],
+             "distill": ["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
+                         "--init-from", str(recipe["runs"] / "distill" / MODEL_DIR)]}[stage]
     args = [*start, "--data-dir", str(recipe["data"]),
             "--output-dir", str(tmp_path / "chunks"), "--max-length", "48", "--doc-stride", "16",
             "--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1"]

