@@ -54,10 +54,12 @@ def test_teacher_windows_cut_the_dense_map_as_the_student_lays_out_its_own():
 def test_compact_attention_loss_matches_the_dense_reference():
     torch.manual_seed(0)
     model = tiny_qa_model(block_size=8, pack_size=4)
-    for n, pad_from in ((30, 25), (40, 40), (45, 19)):  # partial last block, whole blocks, long padding
+    # partial last block, whole blocks, long padding, and keys missing from block 0 (a hole the
+    # block-0 columns must mask for every later query block, not just the window's)
+    for n, masked in ((30, slice(25, None)), (40, slice(40, None)), (45, slice(19, None)), (30, slice(2, 6))):
         ids = torch.randint(3, 300, (2, n))
         mask = torch.ones_like(ids)
-        mask[1, pad_from:] = 0
+        mask[1, masked] = 0
         with torch.no_grad():
             out = model.littlebird(ids, attention_mask=mask, output_attentions=True, return_dict=True)
         teacher = [torch.softmax(torch.randn(2, a.local.shape[1], n, n) * 3, dim=-1) for a in out.attentions]

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..modeling_littlebird import _look_around
+
 
 @dataclass
 class QALogits:
@@ -83,9 +85,9 @@ def window_key_valid(key_valid: torch.Tensor, block_size: int) -> tuple[torch.Te
     B, n = key_valid.shape
     b = block_size
     nb = -(-n // b)
-    valid = F.pad(key_valid, (b, nb * b - n + b), value=False)  # (B, size + 2b)
-    local = valid.unfold(1, 3 * b, b)  # (B, nb, 3b): blocks q-1, q, q+1
-    global_ = valid[:, b : 2 * b].view(B, 1, b).expand(B, nb, b).clone()
+    blocks = F.pad(key_valid, (0, nb * b - n), value=False).view(B, nb, b)
+    local = _look_around(blocks, 1, False)  # (B, nb, 3b): blocks q-1, q, q+1, as the attention builds them
+    global_ = blocks[:, :1].expand(B, nb, b).clone()
     global_[:, :2] = False
     return local.view(B, 1, nb, 1, 3 * b), global_.view(B, 1, nb, 1, b)
 
