@@ -72,18 +72,22 @@ def markdown(points: list[dict], sets: list[str]) -> str:
 
 
 def plot(points: list[dict], sets: list[str], path: Path) -> bool:
-    """A PNG of F1 against features seen (one line per model and dev set); False without Chromium."""
+    """A PNG of F1 against features seen (one colour per model, one dash per dev set); False without Chromium."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
         return False
+    import plotly.colors
     import plotly.graph_objects as go
 
+    palette = plotly.colors.qualitative.Dark24  # the default 10 colours repeated after five models
+    dashes = ["solid", "dash", "dot", "dashdot"]
     figure = go.Figure()
-    for name in dict.fromkeys(p["name"] for p in points):
+    for m, name in enumerate(dict.fromkeys(p["name"] for p in points)):
         mine = [p for p in points if p["name"] == name]
-        for s in sets:
+        for k, s in enumerate(sets):
             figure.add_trace(go.Scatter(x=[p["features"] for p in mine], y=[p["f1"][s] for p in mine],
-                                        mode="lines+markers", name=f"{name}: {s}"))
+                                        mode="lines+markers", name=f"{name}: {s}",
+                                        line={"color": palette[m % len(palette)], "dash": dashes[k % len(dashes)]}))
     figure.update_layout(title="Dev F1 against training features seen", xaxis_title="training features seen",
                          yaxis_title="F1", yaxis_range=[0, 100], width=900, height=520, template="plotly_white")
     with tempfile.TemporaryDirectory() as tmp:
