@@ -22,9 +22,9 @@ from app.limits import Limits
 from app.models import LoadedModel, load_model
 from app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from app.qa import QAResult, answer_with_attention
+from littlebird.reader import DEFAULT_MAX_LENGTH
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
-DEFAULT_MAX_LENGTH = 8192
 DEFAULT_N_BEST = 5
 DEFAULT_THRESHOLD = 0.5
 

@@ -12,6 +12,8 @@ module, so the F1 the evaluation reports is the F1 of the reader users get.
 - Decoding: the model picks its ``top_k_starts`` best starts and, per start, end logits
   conditioned on it; pairs from all windows are mapped to the shown text, tidied by the caller's
   ``tidy`` function, merged (best score per distinct span) and given a softmax over the n-best.
+  Across windows, spans rank by log p(span | window) plus the window's answerable logit
+  (:func:`window_offsets`): raw logits do not compare between windows.
 - No answer: the sigmoid of the best window's answerable logit, against a threshold.
 - Bounds: a time budget after which no further window starts, and a ``should_stop`` callable,
   asked before each window, that ends a reading nobody wants any more (:class:`ReadingStopped`).
@@ -36,7 +38,8 @@ import torch
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
-DEFAULT_MAX_LENGTH = 8192
+DEFAULT_MAX_LENGTH = 1024
+WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room for any answer (<= 30 tokens)
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 _CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
@@ -83,6 +86,12 @@ def tokenize_questions(questions: Sequence[str], tokenizer) -> list[list[int]]:
 def question_prefix(question_ids: Sequence[int], ids: SpecialIds, max_length: int | None) -> list[int]:
     """``[CLS] [QUESTION] question [SEP]``; a long question keeps its first :func:`question_cap` tokens."""
     return [ids.cls, ids.question, *question_ids[: question_cap(max_length)], ids.sep]
+
+
+def default_stride(max_length: int) -> int:
+    """Tokens between window starts unless the caller says: the window less :data:`WINDOW_OVERLAP`,
+    at least half the window. Measured: more overlap did not read better (issue 10's notes)."""
+    return max(1, max_length // 2, max_length - WINDOW_OVERLAP)
 
 
 def window_starts(n_document: int, capacity: int, stride: int) -> list[int]:
@@ -224,7 +233,7 @@ class Answer:
     text: str
     start: int
     end: int
-    score: float  # start logit + end logit (conditioned on the start)
+    score: float  # start + end logit (conditioned on the start), ranked across windows: see span_candidates
     probability: float  # softmax of ``score`` over the returned n-best
     window: int  # index of the window the span was read from
 
@@ -247,6 +256,7 @@ class WindowLogits:
     top_start_logits: np.ndarray  # (W, k)
     top_end_logits: np.ndarray  # (W, k, L): end logit of start + offset, -inf where not allowed
     answerable_logits: np.ndarray  # (W,)
+    start_log_normalizers: np.ndarray | None = None  # (W,): log-sum-exp of each window's start logits
 
 
 def model_device(model) -> torch.device:
@@ -279,7 +289,7 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
     every batch, the first included; when it returns True, ReadingStopped is raised.
     """
     device = model_device(model)
-    outputs = []
+    outputs, normalizers = [], []
     with torch.inference_mode():
         for first in range(0, len(input_ids), batch_size):
             _check(should_stop)
@@ -289,11 +299,33 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
                         attention_mask=attention_mask[first : first + batch_size].to(device),
                         top_k_starts=top_k_starts, max_answer_length=max_answer_length)
             outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
+            every_start = getattr(out, "start_logits", None)  # padding is masked to the dtype's minimum
+            every_start = out.top_start_logits if every_start is None else every_start
+            normalizers.append(torch.logsumexp(every_start.float(), dim=-1))
             if on_window is not None:
                 on_window(min(first + batch_size, len(input_ids)), len(input_ids))
     indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
     # bf16 logits have no numpy type; float32 is exact for them.
-    return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy())
+    return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy(),
+                        torch.cat(normalizers).cpu().numpy())
+
+
+def window_offsets(logits: WindowLogits) -> np.ndarray:
+    """Per window, what :func:`span_candidates` adds to its spans' scores when ``rank_windows`` is on.
+
+    Start logits are a softmax over one window's positions, so their level means nothing across
+    windows (a window full of distractors and one holding the answer can peak alike). Normalised,
+    start + end is log p(span | window); adding the window's answerable logit (the [CLS] head,
+    trained on windows with and without the answer) makes spans of different windows compare by
+    the model's own estimate of which window holds the answer. One window: a constant, no change in
+    ranking or probabilities. Without normalisers, the top-k starts' log-sum-exp stands in.
+    """
+    normalizers = logits.start_log_normalizers
+    if normalizers is None:
+        finite = np.where(np.isfinite(logits.top_start_logits), logits.top_start_logits, -np.inf)
+        peak = np.max(finite, axis=-1)
+        normalizers = peak + np.log(np.sum(np.exp(finite - peak[:, None]), axis=-1))
+    return logits.answerable_logits - normalizers
 
 
 def end_log_probabilities(top_end_logits: np.ndarray) -> np.ndarray:
@@ -314,18 +346,21 @@ def end_log_probabilities(top_end_logits: np.ndarray) -> np.ndarray:
 
 
 def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
-                    limit: int, *, end_depends_on_start: bool = True) -> list[Candidate]:
+                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False) -> list[Candidate]:
     """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
 
     A pair counts if both ends are document tokens with text (not the question, a tag token or
     padding) and the model gave it a finite score. A pair's score is the start logit plus the
     end's log-probability given that start (:func:`end_log_probabilities`) where the end depends
     on the start, else plus the raw end logit (the baselines' independent ends: normalising them
-    per start would favour starts with little end mass after them).
+    per start would favour starts with little end mass after them). ``rank_windows``: plus the
+    window's :func:`window_offsets` (normalised start, plus the window's answerable logit).
     """
     W, k, L = logits.top_end_logits.shape
     ends = end_log_probabilities(logits.top_end_logits) if end_depends_on_start else logits.top_end_logits
     scores = logits.top_start_logits[:, :, None] + ends  # (W, k, L)
+    if rank_windows:
+        scores = scores + window_offsets(logits)[:, None, None]
     top = logits.top_start_indices[:, :, None]  # (W, k, 1)
     start_doc = top - prefix_length + np.asarray(starts)[:, None, None]  # (W, k, 1)
     end_doc = start_doc + np.arange(L)[None, None, :]  # (W, k, L)
@@ -418,14 +453,14 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          no_answer_threshold: float = 0.5, tidy: Tidy | None = None, window_batch_size: int = 1,
          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
          time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
-         should_stop: Callable[[], bool] | None = None) -> Reading:
+         should_stop: Callable[[], bool] | None = None, rank_windows: bool = True) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
     character ``i`` is ``text[model_to_text[i]]`` or an inserted tag (-1). Answers are spans of
     ``text``. ``max_length``: window length in tokens (None: the whole document in one pass),
     capped by the model's positions; ``stride``: at most this many tokens between window starts
-    (default half the window). ``tidy(text, start, end)`` narrows each candidate span (e.g.
+    (default :func:`default_stride`). ``tidy(text, start, end)`` narrows each candidate span (e.g.
     :func:`littlebird.answer_text.tidy_answer_span`). ``attention_summary(window, best_answer)``,
     if given, receives the best answer's window with the model's attention weights, and its
     result is returned as ``Reading.attention``. A document without text gives no answers and no
@@ -440,6 +475,9 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     ``should_stop()``, when given, is asked before each model call (each window, and the rerun
     for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
     so a question nobody waits for any more frees the machine after the window in progress.
+
+    ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
+    answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1:
@@ -453,7 +491,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
     n_tokens = len(encoded.input_ids)
     capacity = window_capacity(n_tokens, len(prefix), max_length)
-    stride = max(1, (max_length or capacity) // 2) if stride is None else stride
+    stride = default_stride(max_length or capacity) if stride is None else stride
     starts = window_starts(n_tokens, capacity, stride)
     timings = {"tokenize": time.perf_counter() - clock}
     if n_tokens == 0 or (encoded.spans[:, 0] < 0).all():
@@ -470,7 +508,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
 
     clock = time.perf_counter()
     candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER,
-                                 end_depends_on_start=getattr(model, "end_depends_on_start", True))
+                                 end_depends_on_start=getattr(model, "end_depends_on_start", True),
+                                 rank_windows=rank_windows)
     answers = merge_candidates(candidates, text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock

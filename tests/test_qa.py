@@ -37,14 +37,16 @@ def english():
 class ScriptedModel(torch.nn.Module):
     """Stands in for LittleBirdForQuestionAnswering: high logits on ``target`` in the document part.
 
-    Windows seen later get slightly higher logits, so a merge must keep the best window's copy.
+    Windows seen later get slightly higher start logits (and, with ``answerable_step``, answerable
+    logits: what ranks windows once starts are normalised), so a merge must keep the best window's copy.
     """
 
-    def __init__(self, target: list[int], answerable_logit: float = 2.0):
+    def __init__(self, target: list[int], answerable_logit: float = 2.0, answerable_step: float = 0.0):
         super().__init__()
         self.anchor = torch.nn.Parameter(torch.zeros(1))  # gives the model a device
         self.target = target
         self.answerable_logit = answerable_logit
+        self.answerable_step = answerable_step
         self.calls = []
         self.rows_seen = 0
 
@@ -54,6 +56,7 @@ class ScriptedModel(torch.nn.Module):
         start_logits = torch.zeros(B, n)
         end_logits = torch.zeros(B, top_k_starts, max_answer_length)
         found = torch.zeros(B, dtype=torch.bool)
+        answerable = self.answerable_logit + self.answerable_step * (self.rows_seen + torch.arange(B, dtype=torch.float32))
         for b in range(B):
             row = input_ids[b].tolist()
             for i in range(row.index(2) + 1, n - len(self.target) + 1):  # after [SEP]
@@ -69,7 +72,7 @@ class ScriptedModel(torch.nn.Module):
         ends = top_indices[:, :, None] + torch.arange(max_answer_length)
         end_logits = end_logits.masked_fill((ends >= n) | ~torch.gather(attention_mask.bool(), 1, ends.clamp(max=n - 1).view(B, -1)).view(ends.shape), float("-inf"))
         return SimpleNamespace(start_logits=start_logits, top_start_indices=top_indices, top_start_logits=top_logits,
-                               top_end_logits=end_logits, answerable_logits=torch.full((B,), self.answerable_logit),
+                               top_end_logits=end_logits, answerable_logits=answerable,
                                attentions=("scripted",) if output_attentions else None)
 
 
@@ -102,7 +105,7 @@ def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expecte
 
 def test_long_document_windows_and_merge(tokenizer, korean):
     phrase = "관련 인물"
-    model = ScriptedModel(target_ids(tokenizer, korean, phrase))
+    model = ScriptedModel(target_ids(tokenizer, korean, phrase), answerable_step=0.1)
     result = answer_question(korean, "누가?", model=model, tokenizer=tokenizer, max_length=160, stride=64)
     n = result.n_tokens
     spans = result.window_token_spans

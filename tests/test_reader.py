@@ -23,9 +23,11 @@ from littlebird.reader import (
     read,
     span_candidates,
     special_ids,
+    run_windows,
     tokenize_questions,
     window_capacity,
     window_length,
+    window_offsets,
     window_starts,
 )
 from littlebird.training.teacher_model import TeacherForQuestionAnswering
@@ -105,6 +107,45 @@ def test_end_logits_are_normalised_per_start_where_the_end_depends_on_it():
     probabilities = end_log_probabilities(end_logits)
     assert np.exp(probabilities[0, 0]).sum() == pytest.approx(1.0) and probabilities[0, 1, 1] == -np.inf
     assert np.isneginf(end_log_probabilities(np.full((1, 1, 3), -np.inf))).all()  # no allowed end: no pair
+
+
+def test_windows_are_ranked_by_normalised_starts_plus_their_answerable_logit():
+    # Two windows over "one two three four"; window 0 (tokens 0-1) has the higher raw start logit
+    # but spreads its start mass and says it holds no answer; window 1 (tokens 2-3) is sure.
+    text = "one two three four"
+    spans = np.array([[0, 3], [4, 7], [8, 13], [14, 18]])
+    end_logits = np.array([[[0.0]], [[0.0]]])  # one end per start: the start token itself
+    logits = WindowLogits(np.array([[0], [0]]), np.array([[6.0], [4.0]]), end_logits, np.array([-3.0, 2.0]),
+                          np.array([6.0 + np.log(20.0), 4.0]))
+    raw = span_candidates(logits, spans, 0, [0, 2], limit=2)
+    assert [text[c.start : c.end] for c in raw] == ["one", "three"]
+    ranked = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True)
+    assert [(text[c.start : c.end], c.window) for c in ranked] == [("three", 1), ("one", 0)]
+    assert ranked[0].score == pytest.approx(0.0 + 2.0) and ranked[1].score == pytest.approx(-np.log(20.0) - 3.0)
+    # Without stored normalisers, the top starts' log-sum-exp stands in.
+    bare = WindowLogits(logits.top_start_indices, logits.top_start_logits, end_logits, logits.answerable_logits)
+    assert window_offsets(bare) == pytest.approx([-3.0 - 6.0, 2.0 - 4.0])
+    # One window: ranking and probabilities are those of the raw rule.
+    one = WindowLogits(np.array([[0, 1]]), np.array([[3.0, 2.0]]), np.zeros((1, 2, 1)), np.array([-1.5]), np.array([7.0]))
+    plain, shifted = (merge_candidates(span_candidates(one, spans, 0, [0], limit=4, rank_windows=r), text, 4)
+                      for r in (False, True))
+    assert [a.text for a in plain] == [a.text for a in shifted] == ["one", "two"]
+    assert [a.probability for a in plain] == pytest.approx([a.probability for a in shifted])
+
+
+def test_run_windows_keeps_each_windows_start_log_sum_exp(tokenizer):
+    model = tiny_model_for_tokenizer().eval()
+    prefix = question_prefix(tokenize_questions(["How deep is Lake Baikal?"], tokenizer)[0], special_ids(tokenizer), 64)
+    document = np.array(tokenizer(TEXT, add_special_tokens=False)["input_ids"][:150])
+    ids, mask = build_windows(prefix, document, [0, 40, 100], 50, special_ids(tokenizer).pad)
+    mask[2, -7:] = 0  # a padded window: its padding adds nothing
+    logits = run_windows(model, ids, mask, top_k_starts=5, max_answer_length=8, batch_size=2)
+    with torch.inference_mode():
+        for w in range(3):
+            n = int(mask[w].sum())
+            start = model(input_ids=ids[w : w + 1, :n], attention_mask=mask[w : w + 1, :n]).start_logits.float()
+            assert logits.start_log_normalizers[w] == pytest.approx(float(torch.logsumexp(start, -1)), abs=1e-3)
+    assert np.all(logits.start_log_normalizers >= logits.top_start_logits.max(axis=1))
 
 
 def test_tidy_hook_merges_spans_that_tidy_to_the_same_answer():

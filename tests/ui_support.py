@@ -140,6 +140,6 @@ def wait_for_reading(readings: list[WatchedReading], question: str, timeout: flo
 
 
 def long_document(n_tokens: int = 24_000) -> str:
-    """Plain text of about ``n_tokens`` tokens: several of the app's 8192-token windows."""
+    """Plain text of about ``n_tokens`` tokens: many of the app's 1K-token windows."""
     sentence = "Paragraph {}: Jikji was printed with movable metal type at Heungdeoksa temple in 1377.\n\n"
     return "".join(sentence.format(i) for i in range(n_tokens // 27))
