@@ -14,8 +14,8 @@ Each question is read by :func:`littlebird.reader.read`, with the app's answer t
 ``--model`` is anything :func:`littlebird.checkpoint.load_qa_model` loads: a LittleBird folder
 (``config.json``), a teacher folder (``teacher_config.json``), which reads at most its 512
 positions at a time, so long contexts go through more windows, or a baseline (a
-BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`), which read 8K windows
-as LittleBird does.
+BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`), which read the same
+windows as LittleBird (``--max-length``, default 1K; ``--window-rule`` says how windows compare).
 """
 
 from __future__ import annotations
