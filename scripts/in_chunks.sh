@@ -17,7 +17,7 @@ while :; do
   if [ -f "$out/summary.json" ] && python - "$out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-sys.exit(0 if s["step"] >= s["total_steps"] else 1)
+sys.exit(0 if s["step"] >= s.get("last_step", s["total_steps"]) else 1)
 PY
   then echo "in_chunks: $out finished"; break; fi
   left=$(( total - ($(date +%s) - start) / 60 ))

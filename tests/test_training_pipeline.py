@@ -4,7 +4,9 @@ and the baselines trained like the long-context stage."""
 import argparse
 import json
 import os
+import subprocess
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -157,6 +159,40 @@ def test_time_box_stops_and_saves(recipe, tmp_path):
     assert any("time is up" in line for line in log_lines(run_dir))
     assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 1
     assert (run_dir / MODEL_DIR).is_dir()
+
+
+def test_stop_at_step_ends_early_on_the_longer_schedule(recipe, tmp_path):
+    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--max-length", "48", *COMMON]
+    teacher.main([*args, "--output-dir", str(tmp_path / "stopped"), "--max-steps", "4", "--stop-at-step", "2"])
+    teacher.main([*args, "--output-dir", str(tmp_path / "short"), "--max-steps", "2"])
+    stopped = torch.load(tmp_path / "stopped" / STATE_FILE, weights_only=False)
+    short = torch.load(tmp_path / "short" / STATE_FILE, weights_only=False)
+    assert stopped["step"] == short["step"] == 2
+    # 2 of 4 steps of linear decay (no warm-up at 6% of 4 steps) leave half the peak rate; a 2-step schedule none
+    assert stopped["scheduler"]["_last_lr"][0] == pytest.approx(0.5e-3)
+    assert short["scheduler"]["_last_lr"][0] == 0.0
+    summary = json.loads((tmp_path / "stopped" / "summary.json").read_text())
+    assert (summary["step"], summary["total_steps"], summary["last_step"]) == (2, 4, 2)
+    assert any("stopped at step 2 of 4" in line for line in log_lines(tmp_path / "stopped"))
+    # rerun, it stays where it stopped; without the stop it goes on to the end of its schedule
+    teacher.main([*args, "--output-dir", str(tmp_path / "stopped"), "--max-steps", "4", "--stop-at-step", "2"])
+    assert torch.load(tmp_path / "stopped" / STATE_FILE, weights_only=False)["step"] == 2
+    teacher.main([*args, "--output-dir", str(tmp_path / "stopped"), "--max-steps", "4"])
+    assert torch.load(tmp_path / "stopped" / STATE_FILE, weights_only=False)["step"] == 4
+
+
+@pytest.mark.parametrize("last_step, runs", [(2, False), (3, True)])
+def test_in_chunks_stops_at_a_stopped_runs_last_step(tmp_path, last_step, runs):
+    (tmp_path / "summary.json").write_text(json.dumps({"step": 2, "total_steps": 4, "last_step": last_step}))
+    marker = tmp_path / "ran"
+    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
+    # the "stage" writes a marker and then a summary that says it is done, so the loop ends either way
+    stage = ["bash", "-c", f'touch {marker}; echo \'{{"step": 3, "total_steps": 4, "last_step": 3}}\' '
+                           f'> {tmp_path / "summary.json"}', "stage"]
+    result = subprocess.run(["bash", str(script), "5", "1", str(tmp_path), *stage], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert marker.exists() == runs and "finished" in result.stdout
 
 
 def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):

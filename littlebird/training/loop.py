@@ -5,6 +5,8 @@ The same command runs on one CPU, one GPU, or data-parallel under ``accelerate l
 shard of every batch). A run is:
 
 - time-boxed: ``--max-minutes`` stops at a step boundary, all processes together, and saves;
+  ``--stop-at-step`` stops at a given step of the ``--max-steps`` schedule (how a recipe replays a run
+  whose model was taken before its schedule ended);
 - resumable: ``state.pt`` (trainable weights, optimizer, schedule, step) is written every
   ``--save-minutes`` and at the end; rerunning the command continues from it;
 - logged: one line per ``--log-every`` optimizer steps in ``<output-dir>/log.txt``;
@@ -50,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=None,
                         help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
+    parser.add_argument("--stop-at-step", type=int, default=None,
+                        help="stop (and save) at this optimizer step; the learning-rate schedule stays the one "
+                             "of --max-steps / --epochs")
     parser.add_argument("--save-minutes", type=float, default=10.0)
     parser.add_argument("--snapshots", action="store_true",
                         help="also write the model to snapshots/step-N at every save (learning curves)")
@@ -252,13 +257,21 @@ class TrainingRun:
         skip = (self.step % self.steps_per_epoch) * self.args.grad_accum
         return self.accelerator.skip_first_batches(self.loader, skip) if skip else self.loader
 
+    @property
+    def last_step(self) -> int:
+        """The step this run ends at: ``total_steps``, or ``--stop-at-step`` where that comes first."""
+        stop = getattr(self.args, "stop_at_step", None)
+        return self.total_steps if stop is None else min(stop, self.total_steps)
+
     def optimize(self) -> None:
-        """Optimizer steps until ``total_steps`` or the time box, logging and saving ``state.pt`` on the way."""
+        """Optimizer steps until ``last_step`` or the time box, logging and saving ``state.pt`` on the way."""
         args = self.args
         self.model.train()
         last_save = last_log = time.monotonic()
         means = RunningMeans()
-        while self.step < self.total_steps:
+        if self.step >= self.last_step < self.total_steps:
+            self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
+        while self.step < self.last_step:
             epoch = self.step // self.steps_per_epoch
             for batch in self.epoch_batches():
                 means.add(*self.batch_step(batch))
@@ -275,7 +288,9 @@ class TrainingRun:
                 if self.time_is_up():
                     self.log(f"time is up after {self.minutes():.1f} min, at step {self.step}")
                     return
-                if self.step >= self.total_steps:
+                if self.step >= self.last_step:
+                    if self.step < self.total_steps:
+                        self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
                     return
                 if time.monotonic() - last_save > 60 * args.save_minutes:
                     self.save_state()
@@ -293,6 +308,7 @@ class TrainingRun:
         self.accelerator.wait_for_everyone()
         self.log(f"done: step {self.step}, {self.minutes():.1f} min, weights sha256 {digest[:16]}, saved {model_dir}")
         (self.output_dir / "summary.json").write_text(json.dumps({"step": self.step, "total_steps": self.total_steps,
+                                                                  "last_step": self.last_step,
                                                                   "minutes": self.minutes()}))
         return model_dir
 

@@ -184,7 +184,8 @@ def apply_trainable_arguments(model: nn.Module, args) -> None:
 FEATURES_FILE = "features.pt"
 # Options that only say how long to run, when to save and where: a chunk of a stage may change them
 # (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
-_RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "save_minutes", "log_every", "snapshots"}
+_RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
+                     "snapshots"}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:
