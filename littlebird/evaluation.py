@@ -108,6 +108,8 @@ class Prediction:
     seconds: float
     em: float = 0.0
     f1: float = 0.0
+    answerable: float = 1.0  # the reader's answerable probability (sigmoid of the best window's logit)
+    no_answer: bool = False  # the app would say "No answer found" (answerable below its threshold) and list guesses
 
 
 def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int | None = DEFAULT_MAX_LENGTH,
@@ -139,7 +141,8 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                 answers = [a["text"] for a in qa["answers"]]
                 em, f1 = best_scores(text, answers, lang)
                 predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
-                                              reading.n_windows, seconds, em, f1))
+                                              reading.n_windows, seconds, em, f1, reading.answerable_probability,
+                                              reading.no_answer))
                 if progress is not None:
                     progress(len(predictions))
     return predictions
@@ -166,6 +169,9 @@ def summarize(predictions: list[Prediction]) -> dict:
                                       "threads": torch.get_num_threads()}
         summary["mean_tokens"] = statistics.fmean(p.n_tokens for p in predictions)
         summary["mean_windows"] = statistics.fmean(p.n_windows for p in predictions)
+        # Every question here has an answer, so each "No answer found" the app would show is a miss
+        # that F1 (scored on the best guess, which the app still lists) does not count.
+        summary["no_answer_rate"] = statistics.fmean(float(p.no_answer) for p in predictions)
     return summary
 
 
@@ -186,6 +192,7 @@ def format_summary(summary: dict, title: str) -> str:
         lines.append(f"latency per question: mean {lat['mean']:.3f} s, p50 {lat['p50']:.3f} s, p90 {lat['p90']:.3f} s "
                      f"({lat['threads']} threads); mean {summary['mean_tokens']:.0f} document tokens, "
                      f"{summary['mean_windows']:.1f} windows")
+        lines.append(f"'no answer' decisions (answerable below the app's threshold): {summary['no_answer_rate']:.1%}")
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from littlebird.evaluation import (best_scores, korquad_scores, metric_language, length_bucket, normalize_korquad,
-                                   normalize_squad, squad_scores, summarize, Prediction)
+                                   normalize_squad, squad_scores, summarize, Prediction, format_summary)
 
 
 def test_squad_normalisation_follows_the_official_script():
@@ -51,6 +51,15 @@ def test_summary_splits_by_language_and_length():
     assert summary["overall"] == {"n": 2, "em": 50.0, "f1": 50.0}
     assert summary["by_language"]["ko"]["f1"] == 0.0 and summary["by_length"]["<=512"]["em"] == 100.0
     assert summary["latency_seconds"]["mean"] == pytest.approx(0.2)
+    assert summary["no_answer_rate"] == 0.0
+
+
+def test_summary_counts_the_no_answer_decisions_the_app_would_show():
+    rows = [Prediction(str(i), "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0, answerable, answerable < 0.5)
+            for i, answerable in enumerate([0.9, 0.2, 0.7, 0.4])]
+    summary = summarize(rows)
+    assert summary["no_answer_rate"] == 0.5
+    assert "'no answer' decisions (answerable below the app's threshold): 50.0%" in format_summary(summary, "t")
 
 
 def _load_comparison_script():

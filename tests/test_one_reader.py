@@ -36,7 +36,8 @@ def squad_file(path: Path, context: str, question: str) -> Path:
 
 def assert_same_span(document, question, model, tmp_path, **windows):
     tokenizer = qa_tokenizer()
-    app = answer_question(document, question, model=model, tokenizer=tokenizer, **windows).answers[0]
+    result = answer_question(document, question, model=model, tokenizer=tokenizer, **windows)
+    app = result.answers[0]
     reading = evaluation.predict_answer(model, tokenizer, question, document.model_text, **windows)
     scored = reading.answers[0]
     mapping = np.asarray(document.model_to_text)
@@ -46,6 +47,9 @@ def assert_same_span(document, question, model, tmp_path, **windows):
     [row] = evaluation.evaluate_file(model, tokenizer, squad_file(tmp_path / "one.json", document.model_text, question),
                                      **windows)
     assert row.prediction == document.model_text[scored.start : scored.end] and row.n_windows == reading.n_windows
+    # and records the decision the app shows ("No answer found" below the threshold) with its probability
+    assert row.answerable == pytest.approx(result.answerable_probability, abs=1e-6)
+    assert row.no_answer == result.no_answer
     return app
 
 
