@@ -2,7 +2,10 @@
 
     python -m littlebird.evaluation --model assets/littlebird-qa --data dev-en-article.json
 
-English questions are scored with the official SQuAD v1.1 normalisation (lower case, no
+Questions without an answer (``is_impossible``, SQuAD 2.0; ``dev-*-unanswerable`` files) score 1 when the
+reader says "No answer found" (the app's threshold) and 0 otherwise. For questions with an answer the
+best guess is scored, as the app lists it even under "No answer found"; the summary says how often the
+app would say so. English questions are scored with the official SQuAD v1.1 normalisation (lower case, no
 punctuation, no articles, token F1); Korean ones (any Hangul in the question, or ``--language``)
 with KorQuAD's (character F1 on whitespace-free strings). Scores come overall and per context
 length in document tokens (<=512, 512-2K, 2K-4K, 4K-8K, >8K); latency is the wall time per
@@ -139,7 +142,10 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                 text = reading.answers[0].text if reading.answers else ""  # SQuAD v1.1 always has an answer
                 lang = metric_language(qa["question"]) if language == "auto" else language
                 answers = [a["text"] for a in qa["answers"]]
-                em, f1 = best_scores(text, answers, lang)
+                if qa.get("is_impossible") or not answers:  # SQuAD 2.0: right only when the app says no answer
+                    em = f1 = float(reading.no_answer)
+                else:
+                    em, f1 = best_scores(text, answers, lang)
                 predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
                                               reading.n_windows, seconds, em, f1, reading.answerable_probability,
                                               reading.no_answer))
@@ -198,15 +204,16 @@ def format_summary(summary: dict, title: str) -> str:
 
 def markdown_report(result_paths: list[str | Path]) -> str:
     """One Markdown table row per ``--output`` file of earlier runs: the model card's score table."""
-    lines = ["| model | data | questions | EM | F1 | by context length (F1, n) | latency / question |",
-             "|---|---|---:|---:|---:|---|---:|"]
+    lines = ["| model | data | questions | EM | F1 | by context length (F1, n) | 'No answer found' | latency / question |",
+             "|---|---|---:|---:|---:|---|---:|---:|"]
     for path in result_paths:
         summary = json.loads(Path(path).read_text())["summary"]
         overall = summary["overall"]
         lengths = ", ".join(f"{name}: {s['f1']:.1f} ({s['n']})" for name, s in summary["by_length"].items())
         lat = summary["latency_seconds"]
+        no_answer = f"{summary['no_answer_rate']:.1%}" if "no_answer_rate" in summary else ""  # older files lack it
         lines.append(f"| {summary['model']} | {Path(summary['data']).stem} | {overall['n']} | {overall['em']:.1f} | "
-                     f"{overall['f1']:.1f} | {lengths} | {lat['mean']:.2f} s |")
+                     f"{overall['f1']:.1f} | {lengths} | {no_answer} | {lat['mean']:.2f} s |")
     return "\n".join(lines)
 
 

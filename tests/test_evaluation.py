@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from littlebird.evaluation import (best_scores, korquad_scores, metric_language, length_bucket, normalize_korquad,
-                                   normalize_squad, squad_scores, summarize, Prediction, format_summary)
+                                   normalize_squad, squad_scores, summarize, Prediction, format_summary, markdown_report)
 
 
 def test_squad_normalisation_follows_the_official_script():
@@ -52,6 +52,18 @@ def test_summary_splits_by_language_and_length():
     assert summary["by_language"]["ko"]["f1"] == 0.0 and summary["by_length"]["<=512"]["em"] == 100.0
     assert summary["latency_seconds"]["mean"] == pytest.approx(0.2)
     assert summary["no_answer_rate"] == 0.0
+
+
+def test_report_table_has_the_no_answer_column_and_reads_older_files(tmp_path):
+    rows = [Prediction("a", "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0, 0.3, True)]
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    new.write_text(json.dumps({"summary": {**summarize(rows), "model": "m", "data": "dev-en-paragraph.json"}}))
+    older = {**summarize(rows), "model": "m", "data": "dev-en-article.json"}
+    del older["no_answer_rate"]  # result files written before the column existed
+    old.write_text(json.dumps({"summary": older}))
+    header, _, first, second = markdown_report([new, old]).splitlines()
+    assert header.count("|") == first.count("|") == second.count("|")
+    assert "| 100.0% |" in first and "| 1 | 100.0 | 100.0 | <=512: 100.0 (1) |  | 0.10 s |" in second
 
 
 def test_summary_counts_the_no_answer_decisions_the_app_would_show():

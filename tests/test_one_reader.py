@@ -53,6 +53,21 @@ def assert_same_span(document, question, model, tmp_path, **windows):
     return app
 
 
+def test_a_question_without_an_answer_scores_the_no_answer_decision(tmp_path, monkeypatch):
+    document, question = example_document()
+    model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
+    path = squad_file(tmp_path / "none.json", document.model_text, question)
+    data = json.loads(path.read_text())
+    data["data"][0]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
+    path.write_text(json.dumps(data))
+    read = evaluation.read
+    for threshold, says_none in ((0.0, False), (1.0, True)):  # the answerable sigmoid lies strictly inside (0, 1)
+        monkeypatch.setattr(evaluation, "read", lambda *a, t=threshold, **k: read(*a, **{**k, "no_answer_threshold": t}))
+        [row] = evaluation.evaluate_file(model, tokenizer, path)
+        assert row.prediction  # a guess exists either way; only the decision is scored
+        assert row.no_answer == says_none and row.f1 == row.em == float(says_none)
+
+
 def test_app_and_evaluation_agree_on_a_tiny_random_littlebird(tmp_path):
     document, question = example_document()
     model = tiny_model_for_tokenizer()

