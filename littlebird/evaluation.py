@@ -175,8 +175,8 @@ def summarize(predictions: list[Prediction]) -> dict:
                                       "threads": torch.get_num_threads()}
         summary["mean_tokens"] = statistics.fmean(p.n_tokens for p in predictions)
         summary["mean_windows"] = statistics.fmean(p.n_windows for p in predictions)
-        # Every question here has an answer, so each "No answer found" the app would show is a miss
-        # that F1 (scored on the best guess, which the app still lists) does not count.
+        # On questions with an answer each "No answer found" is a miss that F1 (scored on the best guess,
+        # which the app still lists) does not count; on unanswerable ones it is the F1 itself.
         summary["no_answer_rate"] = statistics.fmean(float(p.no_answer) for p in predictions)
     return summary
 

@@ -293,8 +293,8 @@ def unanswerable_questions(articles: list[dict]) -> list[dict]:
     rows = [(a["title"], p["context"], qa) for a in articles for p in a["paragraphs"] for qa in p["qas"]]
     out = []
     for i, (title, _, qa) in enumerate(rows):
-        other = next((rows[(i + k) % len(rows)] for k in range(1, len(rows)) if rows[(i + k) % len(rows)][0] != title),
-                     None)
+        following = (rows[(i + k) % len(rows)] for k in range(1, len(rows)))
+        other = next((row for row in following if row[0] != title), None)
         if other is None:
             return []
         impossible = {"id": f"{qa['id']}-unanswerable", "question": qa["question"], "answers": [], "is_impossible": True}
