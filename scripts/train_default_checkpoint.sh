@@ -136,13 +136,15 @@ scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c10-neg" $LAUNCH -m littlebird.tr
 python -m littlebird.training.export --student-dir "$RUNS/c10-neg/model" --output-dir "$OUT"
 
 # 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings, and
-#    asked of another article's paragraph (unanswerable: F1 is the share of "No answer found").
+#    asked of another article's paragraph (unanswerable) and of the most similar paragraph without the answer
+#    (near-miss); on those two F1 is the share of "No answer found".
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
   --ko-passages-per-document 6
 mkdir -p "$RUNS/eval"
-for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-en-unanswerable dev-ko-unanswerable; do
+for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-en-unanswerable dev-ko-unanswerable \
+    dev-en-near-miss dev-ko-near-miss; do
   limit=(); case $file in dev-ko-article) limit=(--max-questions "$KO_ARTICLE_QUESTIONS");; esac
   python -m littlebird.evaluation --model "$OUT" --data "$RUNS/dev/$file.json" "${limit[@]}" \
     --output "$RUNS/eval/student-$file.json" | tee "$RUNS/eval/student-$file.txt"
 done
-python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable}.json
+python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable,near-miss}.json

