@@ -217,10 +217,31 @@ def markdown_report(result_paths: list[str | Path]) -> str:
     return "\n".join(lines)
 
 
+def threshold_report(result_paths: list[str | Path], thresholds: list[float]) -> str:
+    """How often the app would say "No answer found" at each threshold, per ``--output`` file, from the
+    answerable probabilities recorded there: the trade-off behind the app's no-answer threshold (on files
+    with answers each one is a miss; on unanswerable files each one is right)."""
+    lines = ["| model | data | questions | with answers | " + " | ".join(f"at {t:g}" for t in thresholds) + " |",
+             "|---|---|---:|---|" + "---:|" * len(thresholds)]
+    for path in result_paths:
+        result = json.loads(Path(path).read_text())
+        predictions = result["predictions"]
+        if predictions and "answerable" not in predictions[0]:
+            raise ValueError(f"{path} predates recorded answerable probabilities; evaluate it again")
+        rates = [statistics.fmean(float(not p["prediction"] or p["answerable"] < t) for p in predictions)
+                 if predictions else 0.0 for t in thresholds]
+        answered = "yes" if any(p["answers"] for p in predictions) else "no"
+        lines.append(f"| {result['summary']['model']} | {Path(result['summary']['data']).stem} | {len(predictions)} | "
+                     f"{answered} | " + " | ".join(f"{r:.1%}" for r in rates) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> dict | None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
                         help="print a Markdown table of earlier --output files instead of evaluating")
+    parser.add_argument("--thresholds", nargs="+", type=float, default=None, metavar="T",
+                        help="with --report: the share of 'No answer found' per file at each no-answer threshold")
     parser.add_argument("--model", help="LittleBird, teacher or baseline folder")
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
@@ -239,7 +260,7 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
     args = parser.parse_args(argv)
     if args.report:
-        print(markdown_report(args.report))
+        print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
         return None
     if not (args.model and args.data):
         parser.error("--model and --data are required (or --report)")

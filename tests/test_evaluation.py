@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from littlebird.evaluation import (best_scores, korquad_scores, metric_language, length_bucket, normalize_korquad,
-                                   normalize_squad, squad_scores, summarize, Prediction, format_summary, markdown_report)
+                                   normalize_squad, squad_scores, summarize, Prediction, format_summary, markdown_report,
+                                   threshold_report)
 
 
 def test_squad_normalisation_follows_the_official_script():
@@ -72,6 +73,30 @@ def test_summary_counts_the_no_answer_decisions_the_app_would_show():
     summary = summarize(rows)
     assert summary["no_answer_rate"] == 0.5
     assert "'no answer' decisions (answerable below the app's threshold): 50.0%" in format_summary(summary, "t")
+
+
+def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
+    def write(name, answers, probabilities):
+        rows = [Prediction(str(i), "q", "x" if a is not None else "", answers, "en", 100, 1, 0.1, 0.0, 0.0, a or 0.0,
+                           a is None or a < 0.5) for i, a in enumerate(probabilities)]
+        path = tmp_path / f"{name}.json"
+        summary = {**summarize(rows), "model": "m", "data": f"{name}.json"}
+        path.write_text(json.dumps({"summary": summary, "predictions": [asdict(r) for r in rows]}))
+        return path
+
+    answered = write("dev-en-paragraph", ["x"], [0.9, 0.45, 0.15, 0.05])
+    impossible = write("dev-en-near-miss", [], [0.6, 0.3, None, 0.01])  # None: no span at all
+    header, _, first, second = threshold_report([answered, impossible], [0.1, 0.2, 0.5]).splitlines()
+    assert header.endswith("| at 0.1 | at 0.2 | at 0.5 |")
+    assert first == "| m | dev-en-paragraph | 4 | yes | 25.0% | 50.0% | 75.0% |"
+    assert second == "| m | dev-en-near-miss | 4 | no | 50.0% | 50.0% | 75.0% |"
+    # the rate at the app's threshold is the one the evaluation recorded
+    assert json.loads(answered.read_text())["summary"]["no_answer_rate"] == 0.75
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({"summary": {"model": "m", "data": "d.json"},
+                                 "predictions": [{"prediction": "x", "answers": ["x"]}]}))
+    with pytest.raises(ValueError, match="evaluate it again"):
+        threshold_report([older], [0.5])
 
 
 def _load_comparison_script():
