@@ -148,3 +148,5 @@ for file in dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-
     --output "$RUNS/eval/student-$file.json" | tee "$RUNS/eval/student-$file.txt"
 done
 python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable,near-miss}.json
+python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable,near-miss}.json \
+  --thresholds 0.1 0.2 0.3 0.5 0.7 0.9
