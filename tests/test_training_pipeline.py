@@ -21,8 +21,9 @@ from littlebird.training import baselines, distill, export, finetune, long_conte
 from littlebird.training.data import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
-from littlebird.training.options import (FEATURES_FILE, add_long_context_data_arguments, freeze_lower_layers,
-                                        long_context_features)
+from littlebird.training.options import (FEATURES_FILE, add_data_arguments, add_long_context_data_arguments,
+                                        cached_features, freeze_lower_layers, long_context_features,
+                                        short_context_features)
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
@@ -288,6 +289,29 @@ def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeyp
     module.main([*args, "--max-steps", "2", "--seed", "7"])
     assert builds == [1, 1]
     assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
+
+
+def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recipe, tmp_path):
+    parser = argparse.ArgumentParser()
+    add_data_arguments(parser, max_length=48)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output-dir")
+    base = ["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--output-dir", str(tmp_path)]
+    tokenizer = build_tokenizer()
+    once = short_context_features(parser.parse_args(base), tokenizer)
+    thrice = short_context_features(parser.parse_args([*base, "--ko-repeat", "3"]), tokenizer)
+    hangul = lambda f: any("\uac00" <= c <= "\ud7a3" for c in tokenizer.decode(f.input_ids))
+    korean, english = [f for f in once if hangul(f)], [f for f in once if not hangul(f)]
+    assert korean and english
+    assert Counter(f.input_ids == k.input_ids for f in thrice for k in korean[:1])[True] == 3
+    assert len(thrice) == len(english) + 3 * len(korean)
+    # windows saved before the option existed (no ko_repeat among their options) are reused at --ko-repeat 1
+    args = parser.parse_args(base)
+    cached_features(args, lambda: once)
+    saved = torch.load(tmp_path / FEATURES_FILE, weights_only=False)
+    assert "ko_repeat" not in saved["options"]
+    assert cached_features(args, lambda: pytest.fail("rebuilt")) == once
+    assert cached_features(parser.parse_args([*base, "--ko-repeat", "2"]), lambda: thrice) == thrice
 
 
 def long_context_args(recipe, *extra):

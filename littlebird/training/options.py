@@ -34,6 +34,9 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, max_length: int) -> N
     parser.add_argument("--doc-stride", type=int, default=max_length // 2)
     parser.add_argument("--unanswerable-rate", type=float, default=0.1,
                         help="share of answer-less windows of long contexts kept (they teach 'no answer here')")
+    parser.add_argument("--ko-repeat", type=int, default=1,
+                        help="each Korean window this many times per pass (3,784 Korean training questions "
+                             "against 77,561 English ones)")
 
 
 def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
@@ -49,11 +52,19 @@ def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *
 
 
 def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False) -> list:
-    """Short-input features of the training split: English subset + Korean, windows of ``max_length``."""
-    return paragraph_windows(load_corpus(args.data_dir, args.dev_fraction), tokenizer, _question_limits(args),
-                             max_length=args.max_length, stride=args.doc_stride,
-                             unanswerable_rate=args.unanswerable_rate, with_sentence_ends=with_sentence_ends,
-                             seed=args.seed)
+    """Short-input features of the training split: English subset + Korean (``--ko-repeat`` times),
+    windows of ``max_length``."""
+    corpus = load_corpus(args.data_dir, args.dev_fraction)
+    features = []
+    for language, limit in _question_limits(args):
+        windows = paragraph_windows(corpus, tokenizer, [(language, limit)], max_length=args.max_length,
+                                    stride=args.doc_stride, unanswerable_rate=args.unanswerable_rate,
+                                    with_sentence_ends=with_sentence_ends, seed=args.seed)
+        repeat = getattr(args, "ko_repeat", 1) if language == "ko" else 1
+        if repeat < 1:
+            raise ValueError(f"--ko-repeat must be at least 1, got {repeat}")
+        features += windows * repeat
+    return features
 
 
 def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
@@ -186,6 +197,9 @@ FEATURES_FILE = "features.pt"
 # (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
                      "snapshots"}
+# Options added after runs started, at the value that leaves the windows as they were: left out of the
+# comparison, so a run in progress keeps its saved windows.
+_NEUTRAL_DEFAULTS = {"ko_repeat": 1}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:
@@ -197,7 +211,8 @@ def cached_features(args, build: Callable[[], list]) -> list:
     is the same, so a changed data option, seed or rate builds anew.
     """
     path = Path(args.output_dir) / FEATURES_FILE
-    options = {name: value for name, value in sorted(vars(args).items()) if name not in _RUN_ONLY_OPTIONS}
+    options = {name: value for name, value in sorted(vars(args).items())
+               if name not in _RUN_ONLY_OPTIONS and _NEUTRAL_DEFAULTS.get(name, object()) != value}
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=False)
         if saved.get("options") == options:
