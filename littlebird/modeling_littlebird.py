@@ -43,6 +43,11 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)
 
 
+# Added to the scores of keys a query may not see. Finite, so a product that meets it in bf16 or fp16 stays
+# finite; exp(-1e4) is 0 in every float type, so those keys get exactly no weight, as with -inf.
+MASKED_SCORE = -1e4
+
+
 class BiALiBi(nn.Module):
     """Bidirectional ALiBi: learnable per-head slopes alpha, beta, gamma (section 3.1)."""
 
@@ -73,11 +78,12 @@ class BiALiBi(nn.Module):
         alpha, beta, gamma = self._slopes(left)
         return beta * left + gamma * right + alpha * touches_cls
 
-    def subtract_distance_bias_(self, scores, left, right, touches_cls):
-        """scores -= D, in place: three fused passes, no (B, h, ...) temporaries."""
-        alpha, beta, gamma = self._slopes(scores)
-        scores.addcmul_(left, -beta).addcmul_(right, -gamma).addcmul_(touches_cls, -alpha)
-        return scores
+    def bias_coefficients(self) -> torch.Tensor:
+        """(h, 4): what multiplies the terms of :func:`bias_terms` ([left, right, touches_cls, masked])
+        to give -[D_P; D] plus the mask. One small matrix product then builds every head's bias, and its
+        backward gives the slopes' gradients as a product too, not as passes over the scores."""
+        masked = torch.full_like(self.alpha, MASKED_SCORE)
+        return torch.stack([-self.beta, -self.gamma, -self.alpha, masked], dim=1)
 
     def pack_bias(self, block_size: int) -> torch.Tensor:
         """D_P = ((beta + gamma) / 2 * b) J: every packed vector sits b tokens away. Shape (h,)."""
@@ -106,6 +112,28 @@ class BlockGeometry:
     @property
     def num_blocks(self) -> int:
         return self.query_valid.shape[1]
+
+    def bias_terms(self, pack_size: int, start: int, end: int) -> torch.Tensor:
+        """:func:`bias_terms` of query blocks [start, end). All blocks at once (training) are built once per
+        forward pass and shared by the layers; a chunk (inference) is built when read, so memory stays
+        bounded by the chunk."""
+        if (start, end) != (0, self.num_blocks):
+            return bias_terms(self, pack_size, start, end)
+        key = ("bias_terms", pack_size)
+        if key not in self.cache:
+            self.cache[key] = bias_terms(self, pack_size, start, end)
+        return self.cache[key]
+
+    def bias_terms(self, pack_size: int, start: int, end: int) -> torch.Tensor:
+        """:func:`bias_terms` of query blocks [start, end). All blocks at once (training) are built once per
+        forward pass and shared by the layers; a chunk (inference) is built when read, so memory stays
+        bounded by the chunk."""
+        if (start, end) != (0, self.num_blocks):
+            return bias_terms(self, pack_size, start, end)
+        key = ("bias_terms", pack_size)
+        if key not in self.cache:
+            self.cache[key] = bias_terms(self, pack_size, start, end)
+        return self.cache[key]
 
     def chunk(self, start: int, end: int) -> "BlockGeometry":
         """The geometry of query blocks [start, end)."""
@@ -184,6 +212,34 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
     )
 
 
+
+def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) -> torch.Tensor:
+    """(B, 4, m, b, s + 4b) for the m query blocks [start, end): per query and key of the blocked window,
+    the terms [left, right, touches_cls, masked] that BiALiBi's bias and the mask are linear in, for the
+    keys [C_P (s); block 0 (b); blocks q-1, q, q+1 (3b)] in that order. A packed vector counts as b/2 to
+    the left and b/2 to the right, so beta * b/2 + gamma * b/2 = D_P."""
+    take = lambda t: t[:, :, start:end]  # noqa: E731
+    left, right, cls = (torch.cat([take(g), take(l)], dim=-1)  # (B, 1, m, b, 4b)
+                        for g, l in zip(geometry.global_, geometry.local))
+    B, _, nb, b, _ = left.shape
+    masks = torch.cat([take(geometry.global_mask), take(geometry.local_mask)], dim=-1) < 0  # (B, 1, m, 1, 4b)
+    tokens = torch.cat([left, right, cls, masks.to(left.dtype).expand_as(left)], dim=1)  # (B, 4, nb, b, 4b)
+    packed = tokens.new_zeros(B, 4, nb, b, pack_size)
+    packed[:, :2] = b / 2
+    return torch.cat([packed, tokens], dim=-1)
+
+
+def _window_keys(shared: torch.Tensor, blocks: torch.Tensor, start: int, end: int) -> torch.Tensor:
+    """(B, h, m, s + 4b, d): for query blocks [start, end), the keys (or values) [C_P; block 0; blocks
+    q-1, q, q+1]. ``shared`` is C_P's (B, h, s, d); ``blocks`` (B, h, nb + 2, b, d) the tokens' blocks
+    with a zero block at each end, so blocks q-1, q, q+1 are the slices starting at q, q + 1, q + 2."""
+    B, h, _, b, d = blocks.shape
+    m = end - start
+    parts = [shared.unsqueeze(2).expand(B, h, m, shared.shape[2], d), blocks[:, :, 1:2].expand(B, h, m, b, d)]
+    parts += [blocks[:, :, start + offset : end + offset] for offset in range(3)]
+    return torch.cat(parts, dim=3)
+
+
 @dataclass
 class LittleBirdAttentions:
     """One layer's attention weights in compact form (never n x n).
@@ -234,58 +290,48 @@ class LittleBirdAttentions:
         return dense[:, :, :n, :n]
 
 
-def _windows(x: torch.Tensor, block_size: int) -> torch.Tensor:
-    """(B, h, n, d) -> (B, h, nb, 3b, d): keys of blocks q-1, q, q+1 as overlapping views of one padded copy."""
-    B, h, n, d = x.shape
-    padded = F.pad(x, (0, 0, block_size, block_size))  # (B, h, n + 2b, d), zero blocks at both ends
-    nb = n // block_size
-    st = padded.stride()
-    return padded.as_strided((B, h, nb, 3 * block_size, d), (st[0], st[1], block_size * st[2], st[2], st[3]))
-
-
 def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
                           dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
     """USWAttn(X, C_P) on blocks: softmax(Q [K(C_P); K(X)]^T / sqrt(d) - [D_P; D]) [V(C_P); V(X)].
 
     q, k, v: (B, h, n, d); packed_k, packed_v: (B, h, s, d). Returns (B, h, n, d) and the
-    (local, global, packed) weights when asked. Query blocks are processed ``chunk_blocks`` at a
-    time, which bounds the temporaries at O(chunk * (4b + s)) without changing the result.
+    (local, global, packed) weights when asked. Each block of b queries reads its s + 4b keys
+    [C_P; block 0; blocks q-1, q, q+1] with one product; the bias and mask come from the
+    geometry's terms times the slopes (another product), added inside the first product
+    (``baddbmm``), so the scores see one softmax and no other pass. Query blocks are processed
+    ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s)) without
+    changing the result.
     """
     B, h, n, d = q.shape
     b = geometry.block_size
     nb = n // b
     s = packed_k.shape[2]
-    q = q * (1.0 / math.sqrt(d))
-    k_window, v_window = _windows(k, b), _windows(v, b)  # (B, h, nb, 3b, d)
-    # The keys every query sees: s packed vectors and the global block, read by one product.
-    k_shared = torch.cat([packed_k, k[:, :, :b]], dim=2)  # (B, h, s + b, d)
-    v_shared = torch.cat([packed_v, v[:, :, :b]], dim=2)
-    pack_bias = bialibi.pack_bias(b).to(q.dtype).view(1, h, 1, 1, 1)
+    K = s + 4 * b  # keys per query block
+    q = (q * (1.0 / math.sqrt(d))).view(B, h, nb, b, d)
+    k_blocks = F.pad(k, (0, 0, b, b)).view(B, h, nb + 2, b, d)  # a zero block at each end
+    v_blocks = F.pad(v, (0, 0, b, b)).view(B, h, nb + 2, b, d)
+    coefficients = bialibi.bias_coefficients().to(geometry.local[0].dtype)  # (h, 4)
 
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
     outputs, weights = [], []
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
         m = end - start
-        geo = geometry.chunk(start, end)
-        q_rows = q[:, :, start * b : end * b]  # (B, h, m b, d)
-        q_blocks = q_rows.reshape(B, h, m, b, d)
-        scores_shared = (q_rows @ k_shared.transpose(-1, -2)).view(B, h, m, b, s + b)
-        scores_shared[..., :s].sub_(pack_bias)  # D_P
-        bialibi.subtract_distance_bias_(scores_shared[..., s:], *geo.global_).add_(geo.global_mask)  # D, block 0
-        scores_local = q_blocks @ k_window[:, :, start:end].transpose(-1, -2)  # (B, h, m, b, 3b)
-        scores_local = bialibi.subtract_distance_bias_(scores_local, *geo.local).add_(geo.local_mask)
-        scores = torch.cat([scores_shared, scores_local], dim=-1)  # (B, h, m, b, s + 4b)
+        keys = _window_keys(packed_k, k_blocks, start, end)  # (B, h, m, K, d)
+        values = _window_keys(packed_v, v_blocks, start, end)
+        # -[D_P; D] + mask for every head at once: (h, 4) x (B, 4, m b K) -> (B, h, m b K)
+        terms = geometry.bias_terms(s, start, end)  # (B, 4, m, b, K)
+        bias = torch.bmm(coefficients.expand(B, h, 4), terms.reshape(B, 4, m * b * K))
+        scores = torch.baddbmm(bias.view(B * h * m, b, K).to(q.dtype), q[:, :, start:end].reshape(B * h * m, b, d),
+                               keys.view(B * h * m, K, d).transpose(1, 2))  # (B h m, b, K)
         # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
         probs = torch.softmax(scores, dim=-1)
         if output_attentions:
-            weights.append(probs)
+            weights.append(probs.view(B, h, m, b, K))
         if dropout_p:
             probs = F.dropout(probs, p=dropout_p)
-        p_shared, p_local = probs.split([s + b, 3 * b], dim=-1)
-        out = p_local @ v_window[:, :, start:end]  # (B, h, m, b, d)
-        out = out.view(B, h, m * b, d).add_(p_shared.reshape(B, h, m * b, s + b) @ v_shared)
-        outputs.append(out)
+        out = torch.bmm(probs, values.view(B * h * m, K, d))  # (B h m, b, d)
+        outputs.append(out.view(B, h, m * b, d))
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None

@@ -104,3 +104,36 @@ def test_block_map_rows_hold_the_token_share_of_each_query_block():
     expected = dense.view(B, H_HEADS, 5, b, 5, b).sum(-1).mean(3)
     torch.testing.assert_close(block_map, expected, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(block_map.sum(-1) + packed.sum(-1).mean(-1), torch.ones(B, H_HEADS, 5))
+
+
+@pytest.mark.parametrize("shift_positions", [False, True])
+def test_blocked_gradients_match_the_dense_reference(shift_positions):
+    # Training runs on the blocked path: its backward (slopes included) must be the definition's too.
+    n, b = 48, 8
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [48, 30], shift_positions)
+    inputs = [t.clone().requires_grad_(True) for t in (q, k, v, pk, pv)]
+    geometry = build_block_geometry(pos, valid, b, torch.float32)
+    out, _ = usw_attention_blocked(*inputs, geometry, bialibi)
+    weight = torch.randn_like(out) * valid[:, None, :, None]  # padded queries are free to differ
+    (out * weight).sum().backward()
+    grads = [t.grad for t in inputs] + [p.grad.clone() for p in (bialibi.alpha, bialibi.beta, bialibi.gamma)]
+
+    ref_inputs = [t.clone().requires_grad_(True) for t in (q, k, v, pk, pv)]
+    bialibi.zero_grad()
+    ref_out, _ = dense_usw_attention(*ref_inputs, pos, valid, bialibi, b)
+    (ref_out * weight).sum().backward()
+    ref_grads = [t.grad for t in ref_inputs] + [p.grad for p in (bialibi.alpha, bialibi.beta, bialibi.gamma)]
+    for name, got, want in zip(["q", "k", "v", "packed_k", "packed_v", "alpha", "beta", "gamma"], grads, ref_grads):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
+def test_bf16_autocast_stays_close_to_fp32():
+    # Training's mixed precision: scores, bias and mask in bf16 must not lose the window's pattern.
+    n, b = 64, 16
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [64, 40], shift_positions=True)
+    geometry = build_block_geometry(pos, valid, b, torch.float32)
+    full, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        half, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
+    rows = valid[:, None, :, None].expand_as(full)
+    torch.testing.assert_close(half.float()[rows], full[rows], atol=5e-2, rtol=5e-2)
