@@ -107,7 +107,7 @@ class BlockGeometry:
     local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / very negative
     global_: tuple  # (left, right, touches_cls), each (B, 1, nb, b, b)
     global_mask: torch.Tensor  # (B, 1, nb, 1, b)
-    cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask)
+    cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask, bias terms)
 
     @property
     def num_blocks(self) -> int:
@@ -123,31 +123,6 @@ class BlockGeometry:
         if key not in self.cache:
             self.cache[key] = bias_terms(self, pack_size, start, end)
         return self.cache[key]
-
-    def bias_terms(self, pack_size: int, start: int, end: int) -> torch.Tensor:
-        """:func:`bias_terms` of query blocks [start, end). All blocks at once (training) are built once per
-        forward pass and shared by the layers; a chunk (inference) is built when read, so memory stays
-        bounded by the chunk."""
-        if (start, end) != (0, self.num_blocks):
-            return bias_terms(self, pack_size, start, end)
-        key = ("bias_terms", pack_size)
-        if key not in self.cache:
-            self.cache[key] = bias_terms(self, pack_size, start, end)
-        return self.cache[key]
-
-    def chunk(self, start: int, end: int) -> "BlockGeometry":
-        """The geometry of query blocks [start, end)."""
-        take = lambda t: t[:, :, start:end]  # noqa: E731
-        return BlockGeometry(
-            block_size=self.block_size,
-            position_ids=self.position_ids,
-            key_valid=self.key_valid,
-            query_valid=self.query_valid[:, start:end],
-            local=tuple(map(take, self.local)),
-            local_mask=take(self.local_mask),
-            global_=tuple(map(take, self.global_)),
-            global_mask=take(self.global_mask),
-        )
 
 
 def _look_around(x: torch.Tensor, block_dim: int, fill) -> torch.Tensor:
@@ -212,7 +187,6 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
     )
 
 
-
 def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) -> torch.Tensor:
     """(B, 4, m, b, s + 4b) for the m query blocks [start, end): per query and key of the blocked window,
     the terms [left, right, touches_cls, masked] that BiALiBi's bias and the mask are linear in, for the
@@ -221,10 +195,10 @@ def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) ->
     take = lambda t: t[:, :, start:end]  # noqa: E731
     left, right, cls = (torch.cat([take(g), take(l)], dim=-1)  # (B, 1, m, b, 4b)
                         for g, l in zip(geometry.global_, geometry.local))
-    B, _, nb, b, _ = left.shape
+    B, _, m, b, _ = left.shape
     masks = torch.cat([take(geometry.global_mask), take(geometry.local_mask)], dim=-1) < 0  # (B, 1, m, 1, 4b)
-    tokens = torch.cat([left, right, cls, masks.to(left.dtype).expand_as(left)], dim=1)  # (B, 4, nb, b, 4b)
-    packed = tokens.new_zeros(B, 4, nb, b, pack_size)
+    tokens = torch.cat([left, right, cls, masks.to(left.dtype).expand_as(left)], dim=1)  # (B, 4, m, b, 4b)
+    packed = tokens.new_zeros(B, 4, m, b, pack_size)
     packed[:, :2] = b / 2
     return torch.cat([packed, tokens], dim=-1)
 
@@ -298,7 +272,7 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     (local, global, packed) weights when asked. Each block of b queries reads its s + 4b keys
     [C_P; block 0; blocks q-1, q, q+1] with one product; the bias and mask come from the
     geometry's terms times the slopes (another product), added inside the first product
-    (``baddbmm``), so the scores see one softmax and no other pass. Query blocks are processed
+    (``baddbmm``), so no pass over the scores is left but the softmax. Query blocks are processed
     ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s)) without
     changing the result.
     """
