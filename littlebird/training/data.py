@@ -351,13 +351,15 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
 
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
                     max_questions: int | None = None, ko_passages_per_document: int = 12,
-                    seed: int = 0) -> dict[str, Path]:
+                    seed: int = 0, train_questions: int = 0) -> dict[str, Path]:
     """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
 
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
     passage among ``ko_passages_per_document`` dev passages. Both keep questions of the dev split only.
     ``dev-*-unanswerable`` and ``dev-*-near-miss`` ask the paragraph questions of paragraphs without
-    their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`).
+    their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`). With ``train_questions``,
+    ``train-*-paragraph`` holds that many questions drawn from the training split: a model's score there
+    against dev tells fitting the training questions from generalising beyond them.
     """
     corpus = load_corpus(data_dir, dev_fraction)
     output_dir = Path(output_dir)
@@ -379,6 +381,10 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             print(f"{path}: {len(chosen)} articles, {count_questions(chosen)} questions "
                   f"(dev split: {len(articles)} articles, {count_questions(articles)} questions; "
                   f"train: {len(corpus.train[language])} articles, {count_questions(corpus.train[language])} questions)")
+        if train_questions:
+            path = output_dir / f"train-{language}-paragraph.json"
+            write_squad(path, take_questions(corpus.train[language], train_questions, seed=seed))
+            files[path.stem] = path
     return files
 
 
@@ -391,9 +397,11 @@ def main(argv=None) -> None:
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--max-questions", type=int, default=None, help="questions kept per file (random)")
     parser.add_argument("--ko-passages-per-document", type=int, default=12)
+    parser.add_argument("--train-questions", type=int, default=0,
+                        help="also write train-<lang>-paragraph.json: this many questions of the training split")
     args = parser.parse_args(argv)
     write_dev_files(args.data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
-                    ko_passages_per_document=args.ko_passages_per_document)
+                    ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions)
 
 
 if __name__ == "__main__":
