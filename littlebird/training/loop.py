@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, default=None,
                         help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
+    parser.add_argument("--schedule-minutes", type=float, default=None,
+                        help="fit the schedule into this much time: the speed of the first optimizer steps "
+                             "shortens it (never lengthens it) so the learning rate reaches zero by then; for a "
+                             "machine lent for a fixed time, whose speed is not known beforehand")
     parser.add_argument("--stop-at-step", type=int, default=None,
                         help="stop (and save) at this optimizer step; the learning-rate schedule stays the one "
                              "of --max-steps / --epochs")
@@ -113,15 +117,32 @@ class RunLog:
                 handle.write(line + "\n")
 
 
-def linear_schedule(optimizer, warmup_steps: int, total_steps: int):
-    """Linear warm-up to the peak rate, then linear decay to zero at ``total_steps``."""
+class LinearSchedule:
+    """Linear warm-up to the peak rate, then linear decay to zero at ``total_steps`` (a LambdaLR factor);
+    :meth:`refit` moves the end (``--schedule-minutes``)."""
 
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / max(1, warmup_steps)
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    def __init__(self, warmup_ratio: float, total_steps: int):
+        self.warmup_ratio = warmup_ratio
+        self.refit(total_steps)
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    def refit(self, total_steps: int) -> None:
+        """End the schedule at ``total_steps``, the warm-up keeping its share."""
+        self.total_steps = total_steps
+        self.warmup_steps = int(self.warmup_ratio * total_steps)
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup_steps:
+            return (step + 1) / max(1, self.warmup_steps)
+        return max(0.0, (self.total_steps - step) / max(1, self.total_steps - self.warmup_steps))
+
+
+def linear_schedule(optimizer, warmup_ratio: float, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR over :class:`LinearSchedule` (its ``lr_lambdas[0]``)."""
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, LinearSchedule(warmup_ratio, total_steps))
+
+
+# --schedule-minutes times the steps between these two (the first ones pay for warm-up and compilation).
+SPEED_PROBE = (5, 25)
 
 
 def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float] | None = None) -> list[dict]:
@@ -213,13 +234,16 @@ class TrainingRun:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
+        if state.get("total_steps", self.total_steps) != self.total_steps:  # refit by --schedule-minutes
+            self.refit(state["total_steps"])
         self.log(f"resumed from {state_path} at step {self.step}")
 
     def save_state(self) -> None:
         """``state.pt`` (and a snapshot of the model with ``--snapshots``) from the main process."""
         if self.accelerator.is_main_process:
             torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args)},
+                        "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args),
+                        "total_steps": self.total_steps},
                        self.output_dir / STATE_FILE)
             if getattr(self.args, "snapshots", False):
                 self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
@@ -228,6 +252,25 @@ class TrainingRun:
     def minutes(self) -> float:
         """Minutes since the run started."""
         return (time.monotonic() - self.started) / 60
+
+    def refit(self, total_steps: int) -> None:
+        """End the run and its learning-rate schedule at ``total_steps``."""
+        self.total_steps = total_steps
+        self.scheduler.lr_lambdas[0].refit(total_steps)
+
+    def fit_schedule_to_time(self, probe_started: float) -> None:
+        """``--schedule-minutes``: from the speed since ``probe_started`` (step ``SPEED_PROBE[0]``), the
+        steps that fit in the time left; the schedule shortens to end there (it never grows)."""
+        first, last = SPEED_PROBE
+        seconds_per_step = (time.monotonic() - probe_started) / (last - first)
+        seconds_left = 60 * self.args.schedule_minutes - 60 * self.minutes()
+        fitting = self.step + max(0, math.floor(seconds_left / seconds_per_step))
+        # every process must end at the same step: the slowest one decides
+        fitting = int(self.accelerator.reduce(torch.tensor([fitting], device=self.accelerator.device), "min").item())
+        if fitting < self.total_steps:
+            self.log(f"--schedule-minutes {self.args.schedule_minutes:g}: {seconds_per_step:.3f} s/step, "
+                     f"the schedule now ends at step {fitting} instead of {self.total_steps}")
+            self.refit(max(fitting, self.step + 1))
 
     def time_is_up(self) -> bool:
         """Whether any process has spent ``--max-minutes``: every process must stop at the same step,
@@ -268,6 +311,8 @@ class TrainingRun:
         args = self.args
         self.model.train()
         last_save = last_log = time.monotonic()
+        probe_started = None
+        fitting = getattr(args, "schedule_minutes", None) is not None and self.step < SPEED_PROBE[0]
         means = RunningMeans()
         if self.step >= self.last_step < self.total_steps:
             self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
@@ -278,6 +323,12 @@ class TrainingRun:
                 if not self.accelerator.sync_gradients:
                     continue
                 self.step += 1
+                if fitting and self.step == SPEED_PROBE[0]:
+                    self.accelerator.wait_for_everyone()
+                    probe_started = time.monotonic()
+                if fitting and self.step == SPEED_PROBE[1]:
+                    self.accelerator.wait_for_everyone()
+                    self.fit_schedule_to_time(probe_started)
                 if self.step % args.log_every == 0 or self.step == self.total_steps:
                     now = time.monotonic()
                     self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
@@ -329,7 +380,7 @@ def prepare_run(model: torch.nn.Module, features: list, collate, args,
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
     total_steps = args.max_steps if args.max_steps is not None else max(1, math.ceil(args.epochs * steps_per_epoch))
-    scheduler = linear_schedule(optimizer, int(args.warmup_ratio * total_steps), total_steps)
+    scheduler = linear_schedule(optimizer, args.warmup_ratio, total_steps)
     run = TrainingRun(args=args, accelerator=accelerator, model=model, parameters=parameters, optimizer=optimizer,
                       scheduler=scheduler, loader=loader, save_model=save_model, log=log,
                       steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started)

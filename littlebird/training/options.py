@@ -177,6 +177,13 @@ def set_attention_dropout(model: nn.Module, probability: float) -> None:
                 module.dropout.p = probability
 
 
+def add_features_only_argument(parser: argparse.ArgumentParser) -> None:
+    """``--features-only``: build the stage's windows into ``<output-dir>/features.pt`` and stop."""
+    parser.add_argument("--features-only", action="store_true",
+                        help="only build and save the windows (features.pt) and stop, before any model is read: "
+                             "prepared on one machine while another trains, the stage then starts at once")
+
+
 def add_trainable_arguments(parser: argparse.ArgumentParser) -> None:
     """What a stage trains: frozen lower layers and attention dropout."""
     parser.add_argument("--freeze-layers", type=int, default=0,
@@ -196,7 +203,7 @@ FEATURES_FILE = "features.pt"
 # Options that only say how long to run, when to save and where: a chunk of a stage may change them
 # (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
-                     "snapshots"}
+                     "snapshots", "schedule_minutes", "features_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
 _NEUTRAL_DEFAULTS = {"ko_repeat": 1}

