@@ -703,8 +703,10 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         hidden = encoded.last_hidden_state  # (B, n, H)
         B, n, _ = hidden.shape
         valid = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
-        very_negative = torch.finfo(hidden.dtype).min
-        start_logits = self.qa_head.start_logits(hidden).masked_fill(~valid, very_negative)
+        start_logits = self.qa_head.start_logits(hidden)
+        # the logits' own dtype: under autocast they are bf16 while ``hidden`` (after LayerNorm) is fp32
+        very_negative = torch.finfo(start_logits.dtype).min
+        start_logits = start_logits.masked_fill(~valid, very_negative)
         answerable_logits = self.qa_head.answerable_logits(hidden)
         positions = torch.arange(n, device=hidden.device)
 
@@ -712,7 +714,7 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         if start_positions is not None and end_positions is not None:
             starts = start_positions.clamp(0, n - 1).view(B, 1)
             end_logits = self.qa_head.end_logits(hidden, starts).squeeze(1)  # (B, n)
-            end_logits = end_logits.masked_fill(~valid | (positions < starts), very_negative)
+            end_logits = end_logits.masked_fill(~valid | (positions < starts), torch.finfo(end_logits.dtype).min)
             if answerable_labels is None:
                 answerable_labels = (start_positions > 0).to(hidden.dtype)
             loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
@@ -727,7 +729,8 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
             top_end_logits = self.qa_head.end_logits(hidden, top_starts, ends.clamp(max=n - 1))
             top_end_logits = top_end_logits.float().masked_fill(~end_ok, float("-inf"))
             end_logits = self.qa_head.end_logits(hidden, top_starts[:, :1]).squeeze(1)
-            end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]), very_negative)
+            end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]),
+                                                torch.finfo(end_logits.dtype).min)
 
         output = LittleBirdQuestionAnsweringOutput(
             loss=loss,

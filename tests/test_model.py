@@ -222,6 +222,19 @@ def test_half_precision_runs_close_to_fp32(dtype):
     assert (half - ref).abs().max() < 0.15, (half - ref).abs().max()
 
 
+def test_qa_loss_and_decoding_run_under_bf16_autocast():
+    # autocast gives bf16 logits over fp32 hidden states: the padding fill must fit the logits' dtype
+    model = tiny_qa_model(seed=6)
+    ids = torch.randint(3, 300, (2, 90))
+    mask = torch.ones(2, 90, dtype=torch.long)
+    mask[1, 60:] = 0
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(ids, attention_mask=mask, start_positions=torch.tensor([5, 0]), end_positions=torch.tensor([9, 0]))
+        decoded = run(model, ids, attention_mask=mask)
+    assert out.loss.isfinite()
+    assert decoded.top_start_indices[1].max() < 60 and decoded.end_logits[1, 60:].max() < -1e30
+
+
 def test_flex_backend_matches_dense_reference(dense_reference):
     flex = pytest.importorskip("torch.nn.attention.flex_attention")
     del flex
