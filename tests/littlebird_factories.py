@@ -13,6 +13,13 @@ def tiny_config(**overrides) -> LittleBirdConfig:
     return LittleBirdConfig(**fields)
 
 
+def with_backend(model: LittleBirdForQuestionAnswering, backend: str) -> LittleBirdForQuestionAnswering:
+    """``model`` with every layer on the attention backend ``backend`` (a key of USW_ATTENTION_BACKENDS)."""
+    for layer in model.littlebird.encoder.layer:
+        layer.config.attention_backend = backend
+    return model
+
+
 def tiny_qa_model(seed: int = 0, **overrides) -> LittleBirdForQuestionAnswering:
     """A seeded tiny QA model whose BiALiBi slopes are perturbed so heads differ in every term."""
     torch.manual_seed(seed)

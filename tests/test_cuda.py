@@ -7,26 +7,14 @@ FlexAttention needs head dimensions of at least 16 there, hence hidden 64 over 4
 import pytest
 import torch
 
-from littlebird.reference import register_dense_reference
-from littlebird.modeling_littlebird import USW_ATTENTION_BACKENDS
-from tests.littlebird_factories import tiny_qa_model
+from tests.littlebird_factories import tiny_qa_model, with_backend
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 SIZES = dict(hidden_size=64, intermediate_size=128)
 
 
-@pytest.fixture()
-def dense_reference():
-    name = register_dense_reference()
-    yield name
-    del USW_ATTENTION_BACKENDS[name]
-
-
 def encoder(backend, seed=10):
-    model = tiny_qa_model(seed=seed, **SIZES)
-    for layer in model.littlebird.encoder.layer:
-        layer.config.attention_backend = backend
-    return model.littlebird.cuda().eval()
+    return with_backend(tiny_qa_model(seed=seed, **SIZES), backend).littlebird.cuda().eval()
 
 
 @pytest.mark.parametrize("backend", ["blocked", "flex"])

@@ -8,28 +8,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
 
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering, LittleBirdModel
-from littlebird.modeling_littlebird import USW_ATTENTION_BACKENDS
-from littlebird.reference import register_dense_reference
-from tests.littlebird_factories import tiny_config, tiny_qa_model
-
-
-@pytest.fixture()
-def dense_reference():
-    """The dense n x n reference as an attention backend for one test; yields its name."""
-    name = register_dense_reference()
-    yield name
-    del USW_ATTENTION_BACKENDS[name]
+from tests.littlebird_factories import tiny_config, tiny_qa_model, with_backend
 
 
 def run(model, input_ids, **kwargs):
     with torch.no_grad():
         return model(input_ids, **kwargs)
-
-
-def with_backend(model, backend):
-    for layer in model.littlebird.encoder.layer:
-        layer.config.attention_backend = backend
-    return model
 
 
 def shifted_positions(n, seed, batch=1):

@@ -53,9 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
     parser.add_argument("--schedule-minutes", type=float, default=None,
-                        help="fit the schedule into this much time: the speed of the first optimizer steps "
-                             "shortens it (never lengthens it) so the learning rate reaches zero by then; for a "
-                             "machine lent for a fixed time, whose speed is not known beforehand")
+                        help="fit the schedule into this much time: the measured speed (after steps 25, 50, 100, "
+                             "...) sets where the learning rate reaches zero, never past the --epochs / --max-steps "
+                             "schedule; for a machine lent for a fixed time, whose speed is not known beforehand")
     parser.add_argument("--stop-at-step", type=int, default=None,
                         help="stop (and save) at this optimizer step; the learning-rate schedule stays the one "
                              "of --max-steps / --epochs")
@@ -216,11 +216,8 @@ class TrainingRun:
     steps_per_epoch: int
     total_steps: int
     started: float
+    planned_steps: int  # total_steps as --epochs / --max-steps give it (before --schedule-minutes)
     step: int = 0
-    planned_steps: int = 0  # total_steps as --epochs / --max-steps give it (before --schedule-minutes)
-
-    def __post_init__(self):
-        self.planned_steps = self.planned_steps or self.total_steps
 
     @property
     def output_dir(self) -> Path:
@@ -396,7 +393,8 @@ def prepare_run(model: torch.nn.Module, features: list, collate, args,
     scheduler = linear_schedule(optimizer, args.warmup_ratio, total_steps)
     run = TrainingRun(args=args, accelerator=accelerator, model=model, parameters=parameters, optimizer=optimizer,
                       scheduler=scheduler, loader=loader, save_model=save_model, log=log,
-                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started)
+                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started,
+                      planned_steps=total_steps)
     run.resume()
     log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
         f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "

@@ -8,16 +8,10 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 from littlebird.reference import register_dense_reference  # noqa: E402
-from tests.littlebird_factories import tiny_qa_model  # noqa: E402
+from tests.littlebird_factories import tiny_qa_model, with_backend as backend  # noqa: E402
 
 dev = os.environ.get("DEV", "cuda")
 ref = register_dense_reference()
-
-
-def backend(model, name):
-    for layer in model.littlebird.encoder.layer:
-        layer.config.attention_backend = name
-    return model
 
 
 print(torch.__version__, torch.cuda.get_device_name() if dev == "cuda" else "cpu", flush=True)

@@ -11,6 +11,7 @@ import torch
 import littlebird.checkpoint as checkpoint
 import littlebird.conversion as conversion
 import littlebird.training.teacher_model as teacher_model
+from littlebird.training.teacher_model import E5_FIRST_NEW_TOKEN
 
 EXTRA = torch.load(Path(os.environ.get("LITTLEBIRD_GPU_DIR", ".gpu")) / "extra_rows.pt")
 _original = conversion.extend_word_embeddings
@@ -18,7 +19,7 @@ _original = conversion.extend_word_embeddings
 
 def extend_word_embeddings(weight, *, first_new_id, num_new, noise_scale=0.1, seed=0):
     out = _original(weight, first_new_id=first_new_id, num_new=num_new, noise_scale=noise_scale, seed=seed)
-    if (first_new_id, num_new, noise_scale, seed) != (250002, len(EXTRA), 0.1, 0):
+    if (first_new_id, num_new, noise_scale, seed) != (E5_FIRST_NEW_TOKEN, len(EXTRA), 0.1, 0):
         raise RuntimeError(f"unexpected extra rows {(first_new_id, num_new, noise_scale, seed)}")
     out[first_new_id:first_new_id + num_new] = EXTRA.to(out.dtype)
     return out
