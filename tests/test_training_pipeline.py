@@ -149,6 +149,17 @@ def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
     assert {n for n in moved if ".encoder.layer.1." in n} and {n for n in moved if n.startswith("qa_head.")}
 
 
+def test_answerable_only_training_moves_the_answerable_head_and_nothing_else(recipe, tmp_path):
+    start = load_qa_model(recipe["runs"] / "long" / MODEL_DIR).state_dict()
+    long_context.main(["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                       "--output-dir", str(tmp_path / "head"), "--max-length", "96", "--max-steps", "2",
+                       "--unanswerable-rate", "1.0", "--train-only", "answerable", *COMMON])
+    after = load_qa_model(tmp_path / "head" / MODEL_DIR).state_dict()
+    moved = {name for name, before in start.items() if not torch.equal(before, after[name])}
+    assert moved == {f"qa_head.{layer}.{kind}" for layer in ("answerable_dense", "answerable")
+                     for kind in ("weight", "bias")}
+
+
 def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
     model = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     with pytest.raises(ValueError, match="exceeds"):

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..modeling_littlebird import LittleBirdQAHead
 from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
 
@@ -190,20 +191,36 @@ def add_trainable_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
     parser.add_argument("--attention-dropout", type=float, default=0.0,
                         help="dropout on attention probabilities (0: the fused CPU attention kernel stays usable)")
+    parser.add_argument("--train-only", choices=("all", "answerable"), default="all",
+                        help="'answerable': only the QA head's answerable part learns (the [CLS] MLP that says "
+                             "'no answer here' and ranks a long document's windows); the encoder and the span "
+                             "head stay as they are, so answers inside a window do not change")
 
 
 def apply_trainable_arguments(model: nn.Module, args) -> None:
     """Word embeddings stay frozen; then ``--freeze-layers`` and ``--attention-dropout``."""
     freeze_word_embeddings(model)
     freeze_lower_layers(model, args.freeze_layers)
+    if getattr(args, "train_only", "all") == "answerable":
+        train_answerable_only(model)
     set_attention_dropout(model, args.attention_dropout)
+
+
+def train_answerable_only(model: nn.Module) -> None:
+    """Everything but the QA head's answerable MLP stops learning (``--train-only answerable``)."""
+    heads = [module for module in model.modules() if isinstance(module, LittleBirdQAHead)]
+    if len(heads) != 1:
+        raise ValueError(f"--train-only answerable needs one LittleBird QA head, found {len(heads)}")
+    model.requires_grad_(False)
+    heads[0].answerable_dense.requires_grad_(True)
+    heads[0].answerable.requires_grad_(True)
 
 
 FEATURES_FILE = "features.pt"
 # Options that only say how long to run, when to save and where: a chunk of a stage may change them
 # (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
-                     "snapshots", "schedule_minutes", "features_only"}
+                     "snapshots", "schedule_minutes", "features_only", "train_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
 _NEUTRAL_DEFAULTS = {"ko_repeat": 1}
