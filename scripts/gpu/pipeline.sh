@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The checkpoint recipe on one lent GPU inside one device call (10 minutes at most):
-#   teacher -> distillation -> hard negatives (the [CLS] "answer here?" head alone, --train-only answerable:
-#   the full stage cost GPU round 12's student 2.6 / 3.8 points of paragraph F1, this one none) -> export into $OUT.
+#   teacher -> distillation -> hard negatives -> export into $OUT.
 # Stage options are the CPU rounds' (scripts/train_default_checkpoint.sh) at batch 64, each stage time-boxed
 # with --schedule-minutes so its learning rate decays to zero in the time it has. While the teacher's windows
 # are built on the CPUs, every stage runs 3 steps on a few questions on the GPU (a failure stops the call
@@ -41,8 +40,8 @@ DISTILL_ARGS="--teacher-dir $RUNS/teacher/model --output-dir $RUNS/distill --dat
   --seed 13 --batch-size 64 --lr 1e-4 --epochs 3 --schedule-minutes $DISTILL_MIN --max-minutes $DISTILL_MIN
   --save-minutes 100 --log-every 100 $SUBSET"
 NEG_ARGS="--student-dir $RUNS/distill-export --output-dir $RUNS/neg --data-dir $DATA --max-en-questions 8000
-  --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 --seed 101 --batch-size 16
-  --train-only answerable --lr 1e-3 --max-steps $NEG_STEPS --schedule-minutes $NEG_MIN --max-minutes $NEG_MIN --save-minutes 100 --log-every 60"
+  --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 --seed 101 --batch-size 16 --lr 3e-5
+  --max-steps $NEG_STEPS --schedule-minutes $NEG_MIN --max-minutes $NEG_MIN --save-minutes 100 --log-every 60"
 [ -n "$SUBSET" ] && NEG_ARGS="$NEG_ARGS --max-en-questions 64 --max-ko-questions 32"
 hard_negatives() {
   if $RUN littlebird.training.long_context $NEG_ARGS 2>&1 | grep -v "shards\|weights:" \
