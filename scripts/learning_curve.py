@@ -62,8 +62,26 @@ def score(model_dir: Path, data: Path, extra: list[str], max_questions: int | No
         return json.loads(output.read_text())["summary"]
 
 
+HEADER = """# Learning curve
+
+Dev F1 of training snapshots against the training windows they had seen, written by
+`scripts/learning_curve.py` (every point is also in `learning-curve.json`, the plot in `learning-curve.png`).
+`docs/training-log.md` says what each run was and what came of it.
+
+- **model**: what the run trained, named by its round in the training log.
+- **run**: the run's folder under `runs/`, as the training log names it.
+- **step**: the optimizer step of the snapshot (the last row of a run is its final model).
+- **features seen**: training windows seen up to this snapshot (steps x batch x accumulation), including the
+  rounds the model was trained from before this run (`--features-before`); a teacher or a freshly converted
+  student counts from zero.
+- **dev-... F1**: F1 through the served reader (`python -m littlebird.evaluation`) on the first
+  `--max-questions` questions of each dev paragraph file (100 for the points here).
+"""
+
+
 def markdown(points: list[dict], sets: list[str]) -> str:
-    lines = ["| model | run | step | features seen | " + " | ".join(f"{s} F1" for s in sets) + " |",
+    """The curve as a Markdown table, under a heading that explains its columns."""
+    lines = [HEADER, "| model | run | step | features seen | " + " | ".join(f"{s} F1" for s in sets) + " |",
              "|---|---|---:|---:|" + "---:|" * len(sets)]
     for p in points:
         cells = " | ".join(f"{p['f1'][s]:.1f}" for s in sets)
