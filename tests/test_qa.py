@@ -48,11 +48,13 @@ class ScriptedModel(torch.nn.Module):
         self.answerable_logit = answerable_logit
         self.answerable_step = answerable_step
         self.calls = []
+        self.inputs = []  # (input_ids, attention_mask) of every call
         self.rows_seen = 0
 
     def forward(self, input_ids, attention_mask, top_k_starts=5, max_answer_length=30, output_attentions=False):
         B, n = input_ids.shape
         self.calls.append(tuple(input_ids.shape))
+        self.inputs.append((input_ids.clone(), attention_mask.clone()))
         start_logits = torch.zeros(B, n)
         end_logits = torch.zeros(B, top_k_starts, max_answer_length)
         found = torch.zeros(B, dtype=torch.bool)
@@ -88,9 +90,12 @@ def test_input_layout_is_cls_question_sep_document(tokenizer, english):
     model = ScriptedModel([-1])
     answer_question(english, "How deep is it?", model=model, tokenizer=tokenizer)
     question_id = tokenizer.convert_tokens_to_ids("[QUESTION]")
-    encoded = encode_document(english, tokenizer)
-    assert model.calls == [(1, len(encoded.input_ids) + 2 + len(tokenizer("How deep is it?", add_special_tokens=False)["input_ids"]) + 1)]
-    assert question_id > 3
+    assert question_id not in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.unk_token_id)
+    question = tokenizer("How deep is it?", add_special_tokens=False)["input_ids"]
+    document = encode_document(english, tokenizer).input_ids.tolist()
+    [(input_ids, attention_mask)] = model.inputs  # the whole page fits one window
+    assert input_ids.tolist() == [[tokenizer.cls_token_id, question_id, *question, tokenizer.sep_token_id, *document]]
+    assert attention_mask.bool().all()
 
 
 @pytest.mark.parametrize("phrase, expected", [("측우기는", "측우기"), ("1441년에", "1441년"), ("강우량 측정 기구", "강우량 측정 기구")])
