@@ -123,8 +123,9 @@ def test_figures_from_summary(summary):
         block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
     )  # fmt: skip
     heat = block_map.data[0]
-    # the paper's orientation: x = query position, y = key position
-    np.testing.assert_allclose(heat.z, figures._log_weights(summary.block_maps[1, 2].astype(np.float32).T), atol=1e-3)
+    # the paper's orientation: x = query position, y = key position; colours are log10 weights, floored
+    expected = np.log10(np.maximum(summary.block_maps[1, 2].T, figures.LOG_FLOOR))
+    np.testing.assert_allclose(heat.z, expected, atol=1e-3)
     assert list(heat.x) == [0, 24, 48]
 
     answer = figures.answer_token_attention(
