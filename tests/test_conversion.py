@@ -140,8 +140,10 @@ def test_runs_and_round_trips_through_save_pretrained(converted, tokenizer, tmp_
     reloaded = LittleBirdForQuestionAnswering.from_pretrained(tmp_path).eval()
     with torch.no_grad():
         after = reloaded(**batch)
-    assert torch.equal(before.start_logits, after.start_logits)
-    assert torch.equal(before.end_logits, after.end_logits)
+    # The weights round-trip bit for bit (test_model); the logits need not: fp32 kernels may sum in another
+    # order for the reloaded tensors (they do on AVX2-only CPUs), which moves the last bits only.
+    for name in ("start_logits", "end_logits", "answerable_logits"):
+        torch.testing.assert_close(getattr(after, name), getattr(before, name), rtol=1e-5, atol=1e-5, msg=name)
     assert reloaded.config.question_token_id == converted.config.question_token_id
 
 

@@ -9,7 +9,9 @@ from littlebird.modeling_littlebird import LittleBirdForQuestionAnswering
 from tests.littlebird_factories import tiny_qa_model
 
 
-@pytest.mark.parametrize("mode, tolerance", [("fp32", 0.0), ("bf16-linear", 0.1)])
+# fp32: a copy of the model, whose kernels may still sum in another order (AVX2 CPUs do for tensors at
+# other addresses), so within fp32 rounding rather than bit for bit.
+@pytest.mark.parametrize("mode, tolerance", [("fp32", 1e-5), ("bf16-linear", 0.1)])
 def test_modes_stay_close_to_fp32(mode, tolerance):
     model = tiny_qa_model(seed=3)
     ids = torch.randint(3, 300, (2, 180))
