@@ -161,12 +161,12 @@ def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     model = tiny_model_for_tokenizer()
     question = "How deep is Lake Baikal?"
     one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=None, n_best=3)
-    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3)
+    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3, max_windows=None)
     n = one_pass.n_tokens
     assert n > 400 and one_pass.window_token_spans == [(0, n)] and windowed.n_tokens == n
-    assert windowed.n_windows > 8 and windowed.window_token_spans[-1][1] == n
+    assert windowed.n_windows > 8 and max(end for _, end in windowed.window_token_spans) == n
     for reading in (one_pass, windowed):
-        assert 1 <= len(reading.answers) <= 3 and set(reading.timings) == {"tokenize", "model", "decode"}
+        assert 1 <= len(reading.answers) <= 3 and set(reading.timings) == {"tokenize", "rank", "model", "decode"}
         assert all(a.text == TEXT[a.start : a.end] and a.text.strip() for a in reading.answers)
         assert 0.0 < reading.answerable_probability < 1.0 and reading.attention is None
     empty = read(question, "  \n ", model=model, tokenizer=tokenizer)
@@ -189,18 +189,20 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     model = CountingModel(tiny_model_for_tokenizer())
     question = "How deep is Lake Baikal?"
     progress = []
-    full = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48,
+    full = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, max_windows=None,
                 on_window=lambda done, total: progress.append((done, total)))
     assert full.note is None and full.n_windows == full.windows_planned == model.windows > 8
     assert progress == [(i, full.n_windows) for i in range(1, full.n_windows + 1)]
 
     model.windows = 0
     cut = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, time_budget=0.0,
-               attention_summary=lambda window, best: window.window)
+               max_windows=None, attention_summary=lambda window, best: window.window)
     assert model.windows == 1 + 1  # the first window, then its attention rerun; no second window
     assert cut.n_windows == 1 and cut.windows_planned == full.n_windows
     assert cut.window_token_spans == full.window_token_spans[:1] and cut.attention == 0
-    assert "ran out after 1 of" in cut.note and f"of {full.n_tokens:,} were read" in cut.note
+    read_tokens = full.window_token_spans[0][1] - full.window_token_spans[0][0]
+    assert cut.note.startswith(f"Read 1 of {full.n_windows} windows ({read_tokens:,} of {full.n_tokens:,} tokens)")
+    assert "the time for one question (0 s) ran out" in cut.note
     assert cut.answers and all(a.window == 0 and a.end <= len(TEXT) for a in cut.answers)
 
 
@@ -215,7 +217,7 @@ def test_should_stop_ends_the_reading_between_windows(tokenizer):
 
     with pytest.raises(ReadingStopped):
         read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, should_stop=stop_after_two_windows,
-             attention_summary=lambda window, best: window.window)
+             max_windows=None, attention_summary=lambda window, best: window.window)
     assert model.windows == 2 and asked == [0, 1, 2]  # asked before each window; the third never started
 
     model.windows = 0
@@ -224,8 +226,8 @@ def test_should_stop_ends_the_reading_between_windows(tokenizer):
     assert model.windows == 0
 
     wanted = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3,
-                  should_stop=lambda: False)
-    plain = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3)
+                  should_stop=lambda: False, max_windows=None)
+    plain = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3, max_windows=None)
     assert wanted.n_windows == wanted.windows_planned > 8 and wanted.answers == plain.answers
 
 
@@ -242,7 +244,8 @@ def test_the_teacher_reads_within_its_positions(tokenizer):
     teacher = tiny_teacher(tokenizer)
     assert window_length(teacher, 8192) == 64 and window_length(teacher, None) == 64 and window_length(teacher, 32) == 32
     assert window_length(tiny_model_for_tokenizer(), None) is None  # LittleBird: no position limit
-    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer, max_length=None, n_best=2)
+    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer, max_length=None, n_best=2,
+                   max_windows=None)
     widths = [end - start for start, end in reading.window_token_spans]
     assert reading.n_windows > 10 and max(widths) + reading.question_length <= 64
     assert reading.answers and all(a.text == TEXT[a.start : a.end] for a in reading.answers)
