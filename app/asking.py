@@ -1,16 +1,18 @@
 """One question about one document, from the settings panel's values to everything the page and the API show.
 
 ``ask`` reads the document (``app.documents``), loads the model (``app.models``), runs the reader
-within the limits of ``app.limits`` and renders the result (``app.payloads``, ``app.explorer``);
-``answer_document`` is the /answer endpoint's version of it. Both take and return plain data, so
-tests call them without a browser.
+within the limits of ``app.limits`` and renders the result (``app.payloads``); ``answer_document``
+is the /answer endpoint's version of it. The attention explorer is not part of a question: the
+answer shows as soon as the reader is done, and ``explain`` runs the answer's window again for its
+attention only when the explorer is opened. All take and return plain data, so tests call them
+without a browser.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from app import figures
@@ -21,10 +23,11 @@ from app.fetch import looks_like_address
 from app.limits import Limits
 from app.models import LoadedModel, load_model
 from app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
-from app.qa import QAResult, answer_with_attention
-from littlebird.reader import DEFAULT_MAX_LENGTH
+from app.qa import QAResult, answer_question
+from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, window_attention
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
+MAX_WINDOWS_CHOICES = (1, 64)  # the settings slider's range: windows the model reads per question
 DEFAULT_N_BEST = 5
 DEFAULT_THRESHOLD = 0.5
 
@@ -37,12 +40,15 @@ class Settings:
     max_length: int = DEFAULT_MAX_LENGTH
     n_best: int = DEFAULT_N_BEST
     no_answer_threshold: float = DEFAULT_THRESHOLD
-    explore: bool = True
+    max_windows: int = DEFAULT_MAX_WINDOWS
 
     def __post_init__(self):
         low, high = MAX_LENGTH_CHOICES
         if not low <= self.max_length <= high:
             raise ValueError(f"max_length must be within {low}..{high} tokens, got {self.max_length}")
+        low, high = MAX_WINDOWS_CHOICES
+        if not low <= self.max_windows <= high:
+            raise ValueError(f"max_windows must be within {low}..{high}, got {self.max_windows}")
         if not 1 <= self.n_best <= 20:
             raise ValueError(f"n_best must be within 1..20, got {self.n_best}")
         if not 0.0 <= self.no_answer_threshold <= 1.0:
@@ -67,29 +73,70 @@ def _gpu_task(fn: Callable) -> Callable:
 def run_qa(
     document: Document, question: str, loaded: LoadedModel, settings: Settings, limits: Limits | None = None,
     on_window: Callable[[int, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
-) -> tuple[QAResult, figures.AttentionSummary | None]:
-    """``answer_with_attention`` with the UI's settings within ``limits`` (default: from the environment),
-    and the explorer's summary of its attention. ``on_window(done, total)`` follows the windows;
-    ``should_stop()`` ends the reading between windows (``littlebird.reader.ReadingStopped``).
+) -> QAResult:
+    """``answer_question`` with the UI's settings within ``limits`` (default: from the environment).
+    ``on_window(done, total)`` follows the windows; ``should_stop()`` ends the reading between
+    windows (``littlebird.reader.ReadingStopped``).
 
-    The one step that needs the accelerator. It returns only CPU data (the reader hands the
-    raw attention to the summary and drops it), because on ZeroGPU this runs in a worker process
-    whose result is sent back to the app; reducing early also frees the weights at once.
+    The one step of a question that needs the accelerator; it returns only CPU data, because on
+    ZeroGPU this runs in a worker process whose result is sent back to the app.
     """
-
-    def summarize(window, best):
-        span = None if best is None else (best.start, best.end)
-        return figures.summarize_window(window, text=document.text, answer_span=span, block_size=loaded.block_size)
-
     limits = Limits.from_environment() if limits is None else limits
-    # The reader keeps a baseline within its position embeddings and steps half a window.
-    return answer_with_attention(
+    return answer_question(
         document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
-        n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold,
-        attention_summary=summarize if settings.explore and not loaded.explorer_note else None,
+        n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold, max_windows=settings.max_windows,
         max_tokens=limits.max_tokens, time_budget=limits.question_seconds, on_window=on_window,
         should_stop=should_stop,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExplorerTarget:
+    """What the explorer needs to show the attention of a question's answer: the window it came from."""
+
+    document: Document
+    question: str
+    checkpoint: str | None
+    max_length: int
+    document_start: int  # first document token of the best answer's window (of the first window read, without one)
+    answer_span: tuple[int, int] | None  # the best answer in ``document.text``
+
+    @classmethod
+    def of(cls, view: "AskView", question: str, settings: Settings) -> "ExplorerTarget | None":
+        """The target of ``view``'s answer to ``question``; None when nothing was read."""
+        result = view.result
+        if not result.window_token_spans:
+            return None
+        best = result.answers[0] if result.answers else None
+        start = result.window_token_spans[best.window if best else 0][0]
+        return cls(view.document, question, settings.checkpoint, settings.max_length, start,
+                   None if best is None else (best.start, best.end))
+
+
+@_gpu_task
+def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.AttentionSummary | None:
+    document = target.document
+    window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
+                              document_start=target.document_start, model_text=document.model_text,
+                              model_to_text=document.model_to_text, max_length=target.max_length)
+    if window is None:
+        return None
+    return figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
+                                    block_size=loaded.block_size)
+
+
+def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
+    """The explorer for ``target``: its answer's window run again with attention weights, reduced
+    (``figures.summarize_window``) and drawn for ``layer`` and ``head``.
+
+    Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
+    target, gives no summary and the explorer's empty or explanatory plots.
+    """
+    clock = time.perf_counter()
+    loaded = load_model(target.checkpoint if target else None)
+    summary = None if target is None or loaded.explorer_note else _summarize_target(target, loaded)
+    plots = explorer_plots(summary, loaded, layer=layer, head=head)
+    return summary, plots, time.perf_counter() - clock
 
 
 @dataclass
@@ -100,11 +147,9 @@ class AskView:
     n_best: list[list[Any]]  # rows of app.payloads.N_BEST_HEADERS
     document_html: str
     stats: str
-    summary: figures.AttentionSummary | None
     result: QAResult
     document: Document
-    plot_seconds: float = 0.0
-    figures: dict[str, Any] = field(default_factory=dict)
+    explorer: ExplorerTarget | None = None  # for ``explain``, when the user opens the explorer
 
 
 def ask(
@@ -115,8 +160,6 @@ def ask(
     pasted: str = "",
     url: str = "",
     upload: str | None = None,
-    layer: int = 0,
-    head: int = 0,
     allow_local: bool = False,
     report: Report = silent,
     should_stop: Callable[[], bool] | None = None,
@@ -124,7 +167,7 @@ def ask(
     """Answer ``question`` about the document from ``source``, with everything the page shows.
 
     Stages are reported through ``report(fraction, message)``: fetching or reading,
-    cleaning, each window the model reads, the plots. The document and the time are bounded by
+    cleaning, each window the model reads. The document and the time are bounded by
     ``Limits.from_environment()`` (see ``app.limits``). Raises DocumentError or CheckpointError,
     whose text is for the user, and ``littlebird.reader.ReadingStopped`` when ``should_stop()``
     turns True while the model reads.
@@ -135,29 +178,24 @@ def ask(
     report(0.25, "Loading the model")
     loaded = load_model(settings.checkpoint)
     running = f"Running the model on {loaded.device}"
-    report(0.3, running + (" and collecting its attention" if settings.explore else ""))
+    report(0.3, running)
 
     def on_window(done: int, total: int) -> None:
-        report(0.3 + 0.5 * done / total, f"{running}: window {done} of {total} read")  # up to 0.8, before the plots
+        report(0.3 + 0.65 * done / total, f"{running}: window {done} of {total} read")
 
     callbacks = {} if _ON_ZERO_GPU else {"on_window": on_window, "should_stop": should_stop}  # none reach ZeroGPU's worker
-    result, summary = run_qa(document, question, loaded, settings, limits, **callbacks)
-    report(0.85, "Drawing the plots")
-    clock = time.perf_counter()
-    plots = explorer_plots(summary, loaded, layer=layer, head=head)
-    plot_seconds = time.perf_counter() - clock
+    result = run_qa(document, question, loaded, settings, limits, **callbacks)
     report(1.0, "Done")
-    return AskView(
+    view = AskView(
         answer_html=answer_card(result),
         n_best=n_best_rows(result),
         document_html=highlight_document(document.text, result),
-        stats=stats_line(result, loaded, plot_seconds),
-        summary=summary,
+        stats=stats_line(result, loaded),
         result=result,
         document=document,
-        plot_seconds=plot_seconds,
-        figures=plots,
     )
+    view.explorer = ExplorerTarget.of(view, question, settings)
+    return view
 
 
 def answer_document(
@@ -169,12 +207,11 @@ def answer_document(
     A one-line ``document`` that starts with any URL scheme is taken as an address, so "file:///etc/passwd"
     or "ftp://..." is refused like an internal address rather than read as a one-line document.
 
-    Uses the default settings (max length, n-best, threshold) and no attention, so it is
-    as fast as the model allows. Raises DocumentError or CheckpointError for the user, and
+    Uses the default settings (max length, windows read, n-best, threshold), as the page does. Raises DocumentError or CheckpointError for the user, and
     ``littlebird.reader.ReadingStopped`` when ``should_stop()`` turns True while the model reads.
     """
     source = "url" if looks_like_address(document) else "paste"
-    settings = Settings(checkpoint=checkpoint, explore=False)
+    settings = Settings(checkpoint=checkpoint)
     view = ask(source, question, settings, pasted=document, url=(document or "").strip(), allow_local=allow_local,
                should_stop=should_stop)
     return api_payload(view.result, view.document)

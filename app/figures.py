@@ -553,7 +553,7 @@ def explorer_figures(
     b = summary.block_size if summary is not None else 64
     out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
     if summary is None:
-        note = "Ask a question (with the attention explorer on) to see this."
+        note = "Ask a question, then open the explorer to see this."
         out.update({key: _message_figure(title, note) for key, title in _SUMMARY_PLOTS.items()})
         return out
     at = (layer, head)

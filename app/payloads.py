@@ -93,12 +93,12 @@ def _lang(text: str) -> str:
     return "ko" if detect_language(text[:2000]) in ("ko", "mixed") else "en"
 
 
-def stats_line(result: QAResult, loaded: LoadedModel, plot_seconds: float) -> str:
-    """Tokens, windows, device and seconds per stage, on one line."""
-    stages = dict(result.timings)
-    stages["plots"] = plot_seconds
-    times = " · ".join(f"{name} {seconds:.2f} s" for name, seconds in stages.items())
+def stats_line(result: QAResult, loaded: LoadedModel) -> str:
+    """Tokens, windows read, device and seconds per stage, on one line."""
+    times = " · ".join(f"{name} {seconds:.2f} s" for name, seconds in result.timings.items())
     windows = f"{result.n_windows} window{'s' if result.n_windows != 1 else ''}"
+    if result.windows_planned > result.n_windows:
+        windows = f"{result.n_windows} of {result.windows_planned} windows read"
     return f"{result.n_tokens:,} tokens · {windows} · {loaded.device} ({loaded.dtype}) · {times}"
 
 
@@ -122,6 +122,7 @@ def api_payload(result: QAResult, document: Document) -> dict:
         "text": document.text,
         "n_tokens": result.n_tokens,
         "n_windows": result.n_windows,
+        "windows_planned": result.windows_planned,
         "device": result.device,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
     }

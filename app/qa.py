@@ -14,7 +14,7 @@ from app.clean import Document
 from app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
-from littlebird.reader import DEFAULT_MAX_LENGTH, Answer, WindowAttention, encode_text, model_device, read
+from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, encode_text, model_device, read
 
 __all__ = ["Answer", "QAResult", "answer_question", "answer_with_attention"]
 
@@ -28,11 +28,12 @@ class QAResult:
     answerable_probability: float
     timings: dict[str, float]  # seconds: "fetch", "clean", "tokenize", "model", "decode" (+ "attention")
     n_tokens: int  # document tokens
-    n_windows: int
+    n_windows: int  # windows the model read
     question_language: str
     device: str
-    window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window
+    window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window read, in reading order
     message: str | None = None  # a sentence for the user when there is no clear answer or only part was read
+    windows_planned: int = 0  # windows that cover the whole document; more than ``n_windows`` when only some were read
 
 
 def _message(result: QAResult, document: Document) -> str | None:
@@ -60,6 +61,7 @@ def answer_question(document: Document, question: str, **options) -> QAResult:
 def answer_with_attention(document: Document, question: str, *, model, tokenizer,
                           max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
                           max_answer_length: int = 30, no_answer_threshold: float = 0.5, window_batch_size: int = 1,
+                          max_windows: int | None = DEFAULT_MAX_WINDOWS,
                           attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
                           max_tokens: int | None = None, time_budget: float | None = None,
                           on_window: Callable[[int, int], None] | None = None,
@@ -69,14 +71,14 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     Returns the result, with up to ``n_best`` answers as spans of ``document.text`` tidied with
     :func:`littlebird.answer_text.tidy_answer_span`, and beside it what ``attention_summary`` made of
     the best answer's window (None when it is not given or the model has no attention to show). See
-    :func:`littlebird.reader.read` for the windows (``max_length``, ``stride``), the no-answer rule
-    and ``attention_summary``. An empty question or a document without text gives a result with a
+    :func:`littlebird.reader.read` for the windows (``max_length``, ``stride``, ``max_windows``: of a
+    long document only the best-ranked windows are read), the no-answer rule and ``attention_summary``. An empty question or a document without text gives a result with a
     ``message``, never an exception. ``window_batch_size`` windows go through the model per call
     (1 by default: on 2 CPU cores a 32K document took 8.4 s in single windows, 8.8 s in pairs).
 
     ``max_tokens``: a document with more tokens is refused with a DocumentError before the model
     runs (None: no limit). ``time_budget``, ``on_window`` and ``should_stop`` go to the reader: when
-    the budget stops it early, the reader's note opens ``message``; when ``should_stop()`` turns
+    not every window was read, the reader's note ("Read N of M windows ...") opens ``message``; when ``should_stop()`` turns
     True, :class:`littlebird.reader.ReadingStopped` is raised between windows.
     """
     timings = {"fetch": document.fetch_seconds, "clean": document.clean_seconds}
@@ -94,10 +96,11 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
                    model_to_text=document.model_to_text, max_length=max_length, stride=stride, n_best=n_best,
                    max_answer_length=max_answer_length, no_answer_threshold=no_answer_threshold, tidy=tidy_answer_span,
                    window_batch_size=window_batch_size, attention_summary=attention_summary, time_budget=time_budget,
-                   on_window=on_window, should_stop=should_stop)
+                   on_window=on_window, should_stop=should_stop, max_windows=max_windows)
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
-                      reading.n_windows, question_language, device, reading.window_token_spans)
+                      reading.n_windows, question_language, device, reading.window_token_spans,
+                      windows_planned=reading.windows_planned)
     if reading.n_windows == 0:
         result.message = "The document has no text to search."
     else:

@@ -13,14 +13,27 @@ import threading
 
 import gradio as gr
 
-from app.asking import DEFAULT_MAX_LENGTH, DEFAULT_N_BEST, DEFAULT_THRESHOLD, MAX_LENGTH_CHOICES, Settings, answer_document, ask
+from app.asking import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_MAX_WINDOWS,
+    DEFAULT_N_BEST,
+    DEFAULT_THRESHOLD,
+    MAX_LENGTH_CHOICES,
+    MAX_WINDOWS_CHOICES,
+    Settings,
+    answer_document,
+    ask,
+    explain,
+)
 from app.cancellation import Cancellation
 from app.errors import DocumentError
+from app.limits import MAX_HTML_CHARACTERS, Limits
 from app.examples import choose_example, load_examples
 from app.explorer import explore, explorer_plots, slopes_figure
 from app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
+from littlebird.window_ranking import term_table
 
 _DOCUMENT_CSS = """
 .lb-doc { position: relative; max-height: 520px; overflow-y: auto; white-space: pre-wrap; line-height: 1.6;
@@ -61,10 +74,18 @@ scrollToAnswer();
 _EMPTY_DOCUMENT = '<div class="lb-empty">The document appears here, with the answer highlighted.</div>'
 _EMPTY_ANSWER = '<div class="lb-card"><div class="lb-label">Answer</div><div class="lb-meta">Ask a question to see the answer.</div></div>'
 
-_INTRO = """# LittleBird QA
-Ask questions about long Korean or English documents. **LittleBird** (Lee et al., 2022) reads up to
-16K tokens at once with sliding-window attention, BiALiBi position biases and pack & unpack attention.
-Paste a document, give a web address or upload a file, or start from an example."""
+
+
+def intro(limits: Limits) -> str:
+    """The page's header: what the app does, with the numbers the code runs with."""
+    seconds = "no time limit" if limits.question_seconds is None else f"at most {limits.question_seconds:g} s a question"
+    return f"""# LittleBird QA
+Ask questions about long Korean or English documents, answered by **LittleBird** (Lee et al., 2022):
+sliding-window attention, BiALiBi position biases and pack & unpack attention.
+Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARACTERS // 1_000_000} MB of HTML),
+give a web address or upload a file, or start from an example. The model reads windows of
+{DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
+question ({seconds}), and the answer says how much it read."""
 
 
 def build_demo(
@@ -86,8 +107,10 @@ def build_demo(
     (``app.cancellation``).
     """
     loaded = load_model(model_path)
-    # Kiwi (Korean answer trimming) takes seconds to load: warm it now, not on the first question.
+    # Kiwi (Korean answer trimming) and the first pass's term table take seconds to build: warm them now,
+    # not on the first question.
     threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True).start()
+    threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True).start()
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()
@@ -96,11 +119,13 @@ def build_demo(
     cancellation = Cancellation()
 
     with gr.Blocks(title="LittleBird QA") as demo:
-        gr.Markdown(_INTRO)
+        gr.Markdown(intro(Limits.from_environment()))
         warning = gr.Markdown(f"⚠️ {loaded.warning}" if loaded.warning else "", visible=bool(loaded.warning), elem_id="lb-warning")
         source = gr.State("paste")
         active_checkpoint = gr.State(checkpoint)
         summary = gr.State(None, time_to_live=1800)  # ~12 MB for a 16K-token window: let idle sessions drop it
+        explorer_target = gr.State(None, time_to_live=1800)  # the last answer's window, for the explorer
+        explorer_open = gr.State(False)
         question_number = gr.State(0)  # of this page's newest question: Cancellation.new_question
 
         with gr.Row(equal_height=False):
@@ -145,9 +170,10 @@ def build_demo(
             _EMPTY_DOCUMENT, css_template=_DOCUMENT_CSS, js_on_load=_SCROLL_TO_ANSWER_JS, elem_id="lb-document",
         )  # fmt: skip
 
-        with gr.Accordion("Attention explorer", open=True, elem_id="lb-explorer"):
+        with gr.Accordion("Attention explorer", open=False, elem_id="lb-explorer") as explorer_box:
             gr.Markdown(
-                "One layer and head at a time, for the window that holds the answer. Colours are log-scaled weights. "
+                "One layer and head at a time, for the window that holds the answer; opening the explorer runs that "
+                "window again to collect its attention. Colours are log-scaled weights. "
                 "Hover the grey strip under a plot to see which text a block holds."
             )
             with gr.Row():
@@ -177,6 +203,21 @@ def build_demo(
                 trigger_mode="always_last",
             )
 
+            def on_explain(target, summary, is_open, layer, head):
+                """The attention of the answer's window, computed once per answer and only while the explorer is open."""
+                if not is_open or target is None or summary is not None:
+                    return (gr.skip(),) * 5
+                summary, plots, _ = explain(target, layer=int(layer), head=int(head))
+                return summary, plots["block_map"], plots["answer"], plots["pack"], plots["curves"]
+
+            explain_inputs = [explorer_target, summary, explorer_open, layer, head]
+            explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot]
+            explorer_box.expand(lambda: True, None, explorer_open, api_visibility="private", queue=False).then(
+                on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
+                **model_events,
+            )  # fmt: skip
+            explorer_box.collapse(lambda: False, None, explorer_open, api_visibility="private", queue=False)
+
         with gr.Accordion("Settings", open=False, elem_id="lb-settings"):
             with gr.Row():
                 checkpoint_box = gr.Textbox(value=checkpoint, label="Checkpoint (local directory or Hub id)", scale=4)
@@ -184,9 +225,10 @@ def build_demo(
             checkpoint_status = gr.Markdown(loaded.status)
             with gr.Row():
                 max_length = gr.Slider(*MAX_LENGTH_CHOICES, value=DEFAULT_MAX_LENGTH, step=512, label="Max length (tokens per window)")
+                max_windows = gr.Slider(*MAX_WINDOWS_CHOICES, value=DEFAULT_MAX_WINDOWS, step=1,
+                                        label="Windows read per question (the best-matching ones)", elem_id="lb-max-windows")
                 n_best_count = gr.Slider(1, 20, value=DEFAULT_N_BEST, step=1, label="n-best")
                 threshold = gr.Slider(0.0, 1.0, value=DEFAULT_THRESHOLD, step=0.05, label="No-answer threshold")
-            explore_box = gr.Checkbox(value=True, label="Collect attention for the explorer (reruns the answer's window)")
 
             def on_load(path):
                 try:
@@ -213,32 +255,33 @@ def build_demo(
         def on_new_question(request: gr.Request):
             return cancellation.new_question(request.session_hash)
 
-        def on_ask(number, source, pasted, url, upload, question, checkpoint, max_length, n_best_count, threshold,
-                   explore_on, layer, head, request: gr.Request, progress=gr.Progress()):  # fmt: skip
-            settings = Settings(checkpoint, int(max_length), int(n_best_count), float(threshold), bool(explore_on))
+        def on_ask(number, source, pasted, url, upload, question, checkpoint, max_length, max_windows, n_best_count,
+                   threshold, request: gr.Request, progress=gr.Progress()):  # fmt: skip
+            settings = Settings(checkpoint, int(max_length), int(n_best_count), float(threshold), int(max_windows))
             with cancellation.answering(request.session_hash, number) as should_stop:
                 try:
                     view = ask(
-                        source, question, settings, pasted=pasted, url=url, upload=upload, layer=int(layer), head=int(head),
-                        allow_local=allow_local_urls, report=lambda f, m: progress(f, desc=m), should_stop=should_stop,
+                        source, question, settings, pasted=pasted, url=url, upload=upload, allow_local=allow_local_urls,
+                        report=lambda f, m: progress(f, desc=m), should_stop=should_stop,
                     )  # fmt: skip
                 except (DocumentError, CheckpointError) as error:
                     raise gr.Error(str(error), print_exception=False) from None
                 except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
-                    return (gr.skip(),) * 8
-            plots = view.figures
-            return (view.answer_html, view.document_html, view.stats, view.summary,
-                    plots["block_map"], plots["answer"], plots["pack"], plots["curves"])  # fmt: skip
+                    return (gr.skip(),) * 5
+            return view.answer_html, view.document_html, view.stats, view.explorer, None
 
         gr.on(
             [ask_button.click, question.submit], on_new_question, None, question_number,
             api_visibility="private", queue=False, show_progress="hidden",
         ).then(
             on_ask,
-            [question_number, source, pasted, url, upload, question, active_checkpoint, max_length, n_best_count,
-             threshold, explore_box, layer, head],
-            [answer, document, stats, summary, block_map, answer_plot, pack_plot, curves_plot],
+            [question_number, source, pasted, url, upload, question, active_checkpoint, max_length, max_windows,
+             n_best_count, threshold],
+            [answer, document, stats, explorer_target, summary],
             api_visibility="private", trigger_mode="always_last", **model_events,
+        ).success(  # the answer shows first; an open explorer then draws the new answer's window
+            on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
+            **model_events,
         )  # fmt: skip
 
         def answer(document: str, question: str, request: gr.Request) -> dict:

@@ -1,0 +1,186 @@
+"""Long documents: the lexical first pass, reading the best windows only, no wall in tokens, the lazy explorer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app import asking
+from app.errors import DocumentError
+from app.limits import DEFAULT_MAX_CHARACTERS, Limits
+from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, encode_text, read, tokens_covered
+from littlebird.training.data import long_documents
+from littlebird.window_ranking import chunk_scores, reading_order, term_table
+from tests.qa_factories import qa_tokenizer
+from tests.ui_support import TEST_MODEL, tiny_answering_model, tiny_loaded_model
+
+FILLER = ("The river valley was settled by farmers who grew wheat and barley on the terraces above the water. "
+          "Markets were held every week in the square beside the old stone bridge. ")
+NEEDLE = "The lighthouse keeper Henrietta Quorvash lit the lamp at Saint Ovidio in 1874."
+KOREAN_NEEDLE = "측우기는 1441년 세종 때 장영실이 만들었다."
+
+
+def haystack(repeats: int, needle_at: int, needle: str = NEEDLE) -> str:
+    """``repeats`` filler paragraphs with ``needle`` as paragraph ``needle_at``."""
+    paragraphs = [FILLER] * repeats
+    paragraphs.insert(needle_at, needle)
+    return "\n\n".join(paragraphs)
+
+
+# ---- the first pass ------------------------------------------------------------------
+
+
+def test_bm25_scores_the_chunk_with_the_rare_question_words_highest():
+    # terms 1 and 2 are everywhere, 7 and 9 only in chunk 2: a chunk's score is BM25, so IDF rules
+    document = np.array([1, 2, 1, 2] * 3 + [1, 7, 9, 2] + [1, 2, 1, 2] * 2)
+    scores = chunk_scores(np.array([1, 7, 9, -1]), document, chunk=4)
+    assert scores.shape == (6,) and int(np.argmax(scores)) == 3
+    assert scores[3] > 2 * scores[0] > 0 and np.allclose(scores[[0, 1, 2, 4, 5]], scores[0])
+    assert not chunk_scores(np.array([5, -1]), document, chunk=4).any()  # no question word: all zero
+    assert not chunk_scores(np.array([-1]), document, chunk=4).any()
+
+
+def test_terms_fold_case_and_the_word_start_mark_and_skip_punctuation():
+    tokenizer = qa_tokenizer()
+    table = term_table(tokenizer)
+    assert table is term_table(tokenizer)  # built once per tokenizer
+    ids = tokenizer.convert_tokens_to_ids(["▁The", "▁the", "The", "the", "▁Paris", "▁(", ")", "[QUESTION]"])
+    assert tokenizer.unk_token_id not in ids
+    spaced, lower, bare, bare_lower, paris, dot, mark, special = (int(table[i]) for i in ids)
+    assert spaced == lower == bare == bare_lower >= 0 and paris >= 0 and paris != spaced
+    assert dot == mark == special == -1
+
+
+def test_reading_order_puts_the_window_with_the_answer_first():
+    tokenizer = qa_tokenizer()
+    text = haystack(60, needle_at=45)
+    encoded = encode_text(text, tokenizer)
+    question = tokenizer("Who lit the lamp at Saint Ovidio?", add_special_tokens=False)["input_ids"]
+    starts = list(range(0, len(encoded.input_ids) - 100, 100))
+    order = reading_order(question, encoded.input_ids, starts, 128, tokenizer)
+    needle = text.index(NEEDLE)
+    needle_tokens = np.flatnonzero(encoded.spans[:, 0] >= needle)[0]
+    best = starts[order[0]]
+    assert sorted(order) == list(range(len(starts))) and best <= needle_tokens < best + 128
+    assert order[0] > 5  # far from the start: the first pass found it, not the document order
+
+
+# ---- the reader reads the best windows only ----------------------------------------------
+
+
+def test_the_reader_reads_at_most_max_windows_the_best_first_and_says_how_much():
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(80, needle_at=60)
+    progress = []
+    reading = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, max_length=128,
+                   max_windows=3, on_window=lambda done, total: progress.append((done, total)))
+    every = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, max_length=128,
+                 max_windows=None)
+    assert reading.n_windows == 3 and reading.windows_planned == every.n_windows == every.windows_planned > 20
+    assert progress == [(1, 3), (2, 3), (3, 3)]  # the progress bar counts the windows that will be read
+    needle = text.index(NEEDLE)
+    first = reading.window_token_spans[0]
+    encoded = encode_text(text, tokenizer)
+    assert encoded.spans[first[0], 0] <= needle < encoded.spans[first[1] - 1, 1]
+    assert set(reading.window_token_spans) < set(every.window_token_spans)
+    covered = tokens_covered(reading.window_token_spans)
+    assert reading.note.startswith(f"Read 3 of {every.n_windows} windows ({covered:,} of {reading.n_tokens:,} tokens)")
+    assert every.note is None
+    assert all(a.text == text[a.start : a.end] for a in reading.answers)
+
+
+def test_tokens_covered_counts_overlapping_windows_once():
+    assert tokens_covered([(0, 100), (50, 150), (400, 500)]) == 250
+    assert tokens_covered([(400, 500), (0, 100)]) == 200 and tokens_covered([]) == 0
+
+
+def test_a_short_document_is_read_whole_as_before():
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(3, needle_at=1)
+    reading = read("Who lit the lamp?", text, model=model, tokenizer=tokenizer)
+    assert reading.n_windows == reading.windows_planned == 1 and reading.note is None
+    assert reading.window_token_spans == [(0, reading.n_tokens)] and reading.n_tokens < DEFAULT_MAX_LENGTH
+
+
+def test_max_windows_must_be_positive():
+    with pytest.raises(ValueError, match="max_windows"):
+        read("q", "text", model=tiny_answering_model(), tokenizer=qa_tokenizer(), max_windows=0)
+
+
+# ---- the app: no wall in tokens, bounded by characters -------------------------------------
+
+
+def test_a_document_over_32k_tokens_is_answered_through_the_api_with_a_note(monkeypatch):
+    tiny_loaded_model()
+    monkeypatch.delenv("LITTLEBIRD_MAX_TOKENS", raising=False)
+    document = haystack(1500, needle_at=1100)
+    payload = asking.answer_document(document, "Who lit the lamp at Saint Ovidio?", checkpoint=TEST_MODEL)
+    assert payload["n_tokens"] > 40_000
+    assert payload["n_windows"] == DEFAULT_MAX_WINDOWS < payload["windows_planned"]
+    assert payload["message"].startswith(f"Read {DEFAULT_MAX_WINDOWS} of {payload['windows_planned']} windows")
+    assert payload["n_best"] and "rank" in payload["timings"]
+
+
+def test_the_size_limit_is_in_characters_and_a_host_may_still_set_a_token_wall(monkeypatch):
+    assert Limits.from_environment({}) == Limits(max_characters=DEFAULT_MAX_CHARACTERS, max_tokens=None)
+    assert Limits.from_environment({"LITTLEBIRD_MAX_TOKENS": "500", "LITTLEBIRD_MAX_CHARACTERS": "90000"}) == \
+        Limits(max_characters=90_000, max_tokens=500)
+    tiny_loaded_model()
+    monkeypatch.setenv("LITTLEBIRD_MAX_CHARACTERS", "2000")
+    with pytest.raises(DocumentError, match="at most 2,000 characters of plain text"):
+        asking.answer_document(FILLER * 20, "What grew on the terraces?", checkpoint=TEST_MODEL)
+    monkeypatch.delenv("LITTLEBIRD_MAX_CHARACTERS")
+    monkeypatch.setenv("LITTLEBIRD_MAX_TOKENS", "100")
+    with pytest.raises(DocumentError, match="at most 100 tokens"):
+        asking.answer_document(FILLER * 20, "What grew on the terraces?", checkpoint=TEST_MODEL)
+
+
+# ---- the explorer is computed when it is opened ---------------------------------------------
+
+
+def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
+    tiny_loaded_model()
+    settings = asking.Settings(checkpoint=TEST_MODEL, max_length=512)
+    text = haystack(40, needle_at=30, needle=KOREAN_NEEDLE)
+    view = asking.ask("paste", "측우기는 누가 만들었나?", settings, pasted=text)
+    assert "attention" not in view.result.timings and view.result.n_windows <= DEFAULT_MAX_WINDOWS
+    target = view.explorer
+    best = view.result.answers[0]
+    assert target.document_start == view.result.window_token_spans[best.window][0]
+    assert target.answer_span == (best.start, best.end)
+    summary, plots, seconds = asking.explain(target, layer=1, head=0)
+    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves"} and seconds > 0
+    assert summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1  # the answer's tokens were found in the window
+    empty, plots, _ = asking.explain(None)
+    assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves"}
+
+
+# ---- the long dev file ----------------------------------------------------------------------
+
+
+def test_long_dev_documents_hold_their_question_among_whole_other_articles():
+    tokenizer = qa_tokenizer()
+
+    def article(title, n, with_question):
+        paragraphs = []
+        for i in range(n):
+            context = f"{title} paragraph {i}. " + FILLER * 4
+            qas = [{"id": f"{title}-{i}", "question": f"What about {title} {i}?",
+                    "answers": [{"text": f"{title} paragraph {i}", "answer_start": 0}]}] if with_question else []
+            paragraphs.append({"context": context, "qas": qas})
+        return {"title": title, "paragraphs": paragraphs}
+
+    articles = [article(f"Topic{k}", 3, True) for k in range(4)]
+    filler = [article(f"Page{k}", 2, False) for k in range(40)]
+    documents = long_documents(articles, filler, tokenizer, n_questions=5, seed=1, min_tokens=2000, max_tokens=4000)
+    assert len(documents) == 5
+    for document in documents:
+        (paragraph,) = document["paragraphs"]
+        (qa,) = paragraph["qas"]
+        answer = qa["answers"][0]
+        context = paragraph["context"]
+        assert context[answer["answer_start"] : answer["answer_start"] + len(answer["text"])] == answer["text"]
+        n_tokens = len(tokenizer(context, add_special_tokens=False)["input_ids"])
+        assert 2000 <= n_tokens <= 4000 + 600  # the target, plus at most the section that passed it
+        owner = answer["text"].split()[0]
+        assert context.count(f"{owner} paragraph 0.") == 1  # the whole owning article, once
