@@ -261,10 +261,11 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
     assert isinstance(load_baseline_qa(tmp_path), BaselineQAAdapter)
     loaded = models.load_model(str(tmp_path))
     assert "Longformer" in loaded.explorer_note and (loaded.num_layers, loaded.num_heads) == (2, 2)
-    settings = asking.Settings(checkpoint=str(tmp_path), max_length=512, explore=True)
+    settings = asking.Settings(checkpoint=str(tmp_path), max_length=512)
     view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=document.text)
-    assert view.summary is None and view.result.answers
-    for plots in (view.figures, explorer.explore(None, str(tmp_path), layer=1, head=1)):
+    summary, opened, _ = asking.explain(view.explorer, layer=1, head=1)  # the user opens the explorer
+    assert summary is None and view.result.answers
+    for plots in (opened, explorer.explore(None, str(tmp_path), layer=1, head=1)):
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
     assert loaded.explorer_note in explorer.slopes_figure(loaded).layout.annotations[0].text
