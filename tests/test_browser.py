@@ -99,12 +99,17 @@ def test_paste_example_ask_and_explore(page):
     assert marks.count() >= 1
     assert "".join(marks.all_inner_texts()) == answer
     assert page.locator("#lb-answer-card table.lb-nbest tbody tr").count() >= 2
-    # the other n-best are marked lighter where they reach outside the best answer's span
-    others = page.locator("#lb-answer-card table.lb-nbest tbody tr .lb-text").all_inner_texts()[1:]
-    lighter = page.locator("#lb-document mark.lb-alt").all_inner_texts()
-    assert all(any(piece.strip() in other for other in others) for piece in lighter)
-    if any(other.strip() not in answer for other in others):
-        assert lighter
+    # the other n-best are marked lighter exactly where they reach outside the best answer's span:
+    # the n-best table's character ranges, read on the shown text, say which characters those are
+    text = page.evaluate("() => document.querySelector('#lb-document .lb-doc').textContent")
+    ranges = [tuple(map(int, cell.split("–")))
+              for cell in page.locator("#lb-answer-card table.lb-nbest tbody tr td:nth-child(5)").all_inner_texts()]
+    (best_start, best_end), others = ranges[0], ranges[1:]
+    assert text[best_start:best_end] == answer
+    outside = "".join(ch for i, ch in enumerate(text)
+                      if not best_start <= i < best_end and any(start <= i < end for start, end in others))
+    assert outside.strip(), "the example's other answers should reach outside the best one"
+    assert "".join(page.locator("#lb-document mark.lb-alt").all_text_contents()) == outside
 
     # the document box scrolled so the answer is in view
     visible = page.evaluate(
