@@ -15,7 +15,7 @@ from app.cancellation import Cancellation
 from app.clean import clean_document
 from app.errors import DocumentError
 from app.examples import choose_example, find_example, load_examples
-from app.limits import DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
+from app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from app.qa import Answer, QAResult
 from app.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingStopped
@@ -110,12 +110,15 @@ def test_answer_card_says_no_answer_plainly_and_escapes():
 def test_stats_line_names_tokens_windows_device_and_every_stage():
     from littlebird.inference import resolve_cpu_mode
 
-    line = payloads.stats_line(make_result([(0, 1)], "xy"), tiny_loaded_model(), plot_seconds=0.25)
+    result = make_result([(0, 1)], "xy")
+    line = payloads.stats_line(result, tiny_loaded_model())
     mode = resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))
     precision = "float32" if mode == "fp32" else f"float32, {mode}"  # the CPU mode the app chose is shown
     assert line.startswith(f"1,234 tokens · 2 windows · cpu ({precision})")
-    for stage in ("fetch 0.00 s", "clean 0.01 s", "model 0.50 s", "plots 0.25 s"):
+    for stage in ("fetch 0.00 s", "clean 0.01 s", "model 0.50 s"):
         assert stage in line
+    partial = payloads.stats_line(replace(result, windows_planned=7), tiny_loaded_model())
+    assert partial.startswith("1,234 tokens · 2 of 7 windows read · cpu")
 
 
 # ---- documents -----------------------------------------------------------------------
@@ -168,41 +171,44 @@ def test_unknown_source_and_bad_settings_are_rejected():
 def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     reports = []
     view = asking.ask(
-        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>", layer=1, head=3,
+        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>",
         report=lambda fraction, message: reports.append((fraction, message)),
     )  # fmt: skip
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    for stage in ("Reading", "Cleaning", "model", "plots"):
+    for stage in ("Reading", "Cleaning", "model"):
         assert any(stage in message for _, message in reports), stage
-    assert "attention" in view.result.timings  # the window was read again for its attention, summarized beside the result
+    assert "attention" not in view.result.timings  # asking never reruns a window for its attention
 
     best = view.result.answers[0]
     assert view.document.text[best.start : best.end] == best.text
     assert view.n_best[0][1] == best.text and len(view.n_best) == len(view.result.answers)
     assert 'id="lb-answer"' in view.document_html
-    assert "tokens" in view.stats and "plots" in view.stats
+    assert "tokens" in view.stats
 
-    summary = view.summary
-    assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4
+    # opening the explorer reads the answer's window again, for its attention
+    summary, plots, seconds = asking.explain(view.explorer, layer=1, head=3)
+    assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4 and seconds > 0
     assert summary.answer_tokens  # the best answer's tokens were found in the window
-    assert set(view.figures) == {"block_map", "answer", "pack", "curves"}
-    assert "layer 1 head 3" in view.figures["block_map"].layout.title.text
+    assert set(plots) == {"block_map", "answer", "pack", "curves"}
+    assert "layer 1 head 3" in plots["block_map"].layout.title.text
 
 
 def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
     view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
-    plots = explorer.explore(view.summary, TEST_MODEL, layer=0, head=2)
+    summary, _, _ = asking.explain(view.explorer)
+    plots = explorer.explore(summary, TEST_MODEL, layer=0, head=2)
     assert "layer 0 head 2" in plots["pack"].layout.title.text
     empty = explorer.explore(None, TEST_MODEL, layer=0, head=0)
     assert "Ask a question" in empty["block_map"].layout.annotations[0].text
 
 
-def test_ask_without_attention_has_no_summary(settings):
-    quick = asking.Settings(checkpoint=TEST_MODEL, explore=False, n_best=2, max_length=512)
+def test_the_explorer_without_a_question_shows_what_to_do(settings):
+    quick = asking.Settings(checkpoint=TEST_MODEL, n_best=2, max_length=512)
     view = asking.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
-    assert view.summary is None and len(view.result.answers) <= 2
-    assert "Ask a question" in view.figures["answer"].layout.annotations[0].text
+    assert view.explorer is not None and len(view.result.answers) <= 2
+    summary, plots, _ = asking.explain(None)
+    assert summary is None and "Ask a question" in plots["answer"].layout.annotations[0].text
 
 
 @pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
@@ -268,27 +274,28 @@ def test_an_oversized_paste_is_refused_at_once_with_its_size_and_the_limit(no_cl
     message = str(error.value)
     limits = Limits()
     assert f"{len(paste):,} characters" in message and f"{limits.max_characters:,} characters" in message
-    assert f"{limits.max_tokens:,} tokens" in message and "Please paste or upload only the part" in message
+    assert "Please paste or upload only the part" in message
     assert no_cleaning_or_model == []
 
 
 def test_the_character_limit_applies_to_uploads_and_fetched_pages(tmp_path, monkeypatch, no_cleaning_or_model):
-    monkeypatch.setenv("LITTLEBIRD_MAX_TOKENS", "100")  # 800 characters of plain text
+    monkeypatch.setenv("LITTLEBIRD_MAX_CHARACTERS", "800")
     path = tmp_path / "long.txt"
     path.write_text("Jikji was printed in 1377. " * 40, encoding="utf-8")  # 1,080 characters
     with pytest.raises(DocumentError, match="1,080 characters long; this app reads at most 800 characters"):
         documents.read_document("upload", upload=str(path))
     with serve_directory(tmp_path) as base, pytest.raises(DocumentError, match="at most 800 characters"):
         documents.read_document("url", url=f"{base}/long.txt", allow_local=True)
-    html = read_pasted_text(SHORT_DOCUMENT * 8)  # markup is mostly not text: HTML has the byte cap, text the token limit
-    assert html.is_html and Limits(max_tokens=100).max_characters < len(html.text) < MAX_HTML_CHARACTERS
-    check_characters(html, Limits(max_tokens=100))
+    html = read_pasted_text(SHORT_DOCUMENT * 8)  # markup is mostly not text: HTML has the byte cap, text the character limit
+    assert html.is_html and 800 < len(html.text) < MAX_HTML_CHARACTERS
+    check_characters(html, Limits(max_characters=800))
     assert no_cleaning_or_model == []
 
 
 def test_the_limits_come_from_the_environment():
-    assert Limits.from_environment({}) == Limits(DEFAULT_MAX_TOKENS, DEFAULT_QUESTION_SECONDS)
-    assert Limits.from_environment({"LITTLEBIRD_MAX_TOKENS": "4096", "LITTLEBIRD_QUESTION_SECONDS": "none"}) == Limits(4096, None)
+    assert Limits.from_environment({}) == Limits(DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, None)
+    environ = {"LITTLEBIRD_MAX_CHARACTERS": "4096", "LITTLEBIRD_QUESTION_SECONDS": "none", "LITTLEBIRD_MAX_TOKENS": "512"}
+    assert Limits.from_environment(environ) == Limits(4096, None, 512)
     with pytest.raises(ValueError, match="question_seconds must be positive"):
         Limits.from_environment({"LITTLEBIRD_QUESTION_SECONDS": "0"})
 
@@ -307,10 +314,12 @@ def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeyp
     monkeypatch.setenv("LITTLEBIRD_QUESTION_SECONDS", "1e-9")  # spent after the first window
     pasted = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 120  # about 2,000 tokens
     reports = []
-    view = asking.ask("paste", "When was Jikji printed?", replace(settings, explore=False, max_length=512), pasted=pasted,
+    view = asking.ask("paste", "When was Jikji printed?", replace(settings, max_length=512), pasted=pasted,
                   report=lambda fraction, message: reports.append(message))
-    assert view.result.n_windows == 1 and "ran out after 1 of" in view.result.message
-    assert "ran out after 1 of" in view.answer_html and "1 window ·" in view.stats
+    planned = view.result.windows_planned
+    assert view.result.n_windows == 1 < planned
+    assert f"Read 1 of {planned} windows" in view.result.message and "ran out" in view.result.message
+    assert f"Read 1 of {planned} windows" in view.answer_html and f"1 of {planned} windows read ·" in view.stats
     assert any("window 1 of" in message for message in reports)
     assert payloads.api_payload(view.result, view.document)["message"] == view.result.message
 
