@@ -13,6 +13,7 @@ import copy
 import functools
 import http.server
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -64,11 +65,19 @@ def served_app() -> str:
     return demo.local_url
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """A file server that says nothing when a client hangs up mid-page, as the app does on a page over its size limit."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @contextlib.contextmanager
 def serve_directory(directory: Path) -> Iterator[str]:
     """Serve ``directory`` over HTTP on 127.0.0.1 for the duration of the block; yields its base URL."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_port}"
