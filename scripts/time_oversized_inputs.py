@@ -51,19 +51,20 @@ def main(argv=None) -> None:
     load_model(args.checkpoint)
     text = english_text()
     answer_document(text[:2000], QUESTION, checkpoint=args.checkpoint)  # warm up: the first call builds caches
-    cases = [(f"{n // 1000:,} KB plain text", sized(text, n)) for n in (30_000, 120_000, 200_000, 2_400_000)]
+    cases = [(f"{n // 1000:,} KB plain text", sized(text, n)) for n in (30_000, 120_000, 200_000, 1_000_000, 2_400_000)]
     cases.append(("5.2 MB HTML page", "<html><body>" + "<p>" + sized(text, 5_200_000) + "</p></body></html>"))
 
     limits = Limits.from_environment()
-    print(f"CPU mode: {resolve_cpu_mode()}; limits: {limits.max_tokens:,} tokens, {limits.max_characters:,} characters of "
+    wall = "no token limit" if limits.max_tokens is None else f"{limits.max_tokens:,} tokens"
+    print(f"CPU mode: {resolve_cpu_mode()}; limits: {wall}, {limits.max_characters:,} characters of "
           f"plain text, time budget {limits.question_seconds} s")
     print("| input | characters | outcome | seconds |\n|---|---:|---|---:|")
     for name, document in cases:
         start = time.perf_counter()
         try:
             payload = answer_document(document, QUESTION, checkpoint=args.checkpoint)
-            outcome = (f"answer {payload['answer']!r} ({payload['n_tokens']:,} tokens, {payload['n_windows']} "
-                       f"windows){'; ' + payload['message'] if payload['message'] else ''}")
+            outcome = (f"answer {payload['answer']!r} ({payload['n_tokens']:,} tokens, {payload['n_windows']} of "
+                       f"{payload['windows_planned']} windows){'; ' + payload['message'] if payload['message'] else ''}")
         except DocumentError as error:
             outcome = "refused: " + " ".join(str(error).split()[:12]) + " ..."
         print(f"| {name} | {len(document):,} | {outcome} | {time.perf_counter() - start:.2f} |", flush=True)
