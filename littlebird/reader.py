@@ -44,9 +44,9 @@ from .window_ranking import reading_order
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
 WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room for any answer (<= 30 tokens)
-# Windows the model reads of a long document: the first pass puts the answer's window among its best 4 for
-# 91-94% of the dev questions in 10K-160K-token documents; on the long dev file F1 rose from 1 to 4 windows
-# and stayed level up to 8, while each window costs ~0.8 s on 2 AVX2 cores (docs/training-log.md, 2026-11-27).
+# Windows the model reads of a long document: on the English long dev file F1 rose from 1 to 4 windows and
+# stayed level up to 8, on Korean pages 4 read as well as all, while each window costs ~0.8 s on 2 AVX2 cores
+# (scripts/max_windows_sweep.py; docs/training-log.md, 2026-11-27).
 DEFAULT_MAX_WINDOWS = 4
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
