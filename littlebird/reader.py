@@ -241,6 +241,12 @@ def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to
     return encoded
 
 
+def forget_encodings() -> None:
+    """Empty :func:`encode_text`'s cache, so the next reading of any document tokenizes it afresh (benchmarks)."""
+    with _encoded_cache_lock:
+        _encoded_cache.clear()
+
+
 # --------------------------------------------------------------------------- decoding
 @dataclass
 class Answer:
