@@ -457,7 +457,7 @@ def tokens_covered(spans: Sequence[tuple[int, int]]) -> int:
     return covered
 
 
-def reading_note(reading: Reading, capacity: int, *, timed_out: bool, time_budget: float | None) -> str:
+def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None) -> str:
     """The sentence that tells a user how much of the document ``reading`` read, and why not all of it."""
     read = tokens_covered(reading.window_token_spans)
     what = (f"Read {reading.n_windows} of {reading.windows_planned} windows ({read:,} of {reading.n_tokens:,} tokens)")
@@ -570,7 +570,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned)
     if len(starts) < planned:
-        reading.note = reading_note(reading, capacity, timed_out=len(starts) < len(order), time_budget=time_budget)
+        reading.note = reading_note(reading, timed_out=len(starts) < len(order), time_budget=time_budget)
     if attention_summary is not None:
         _check(should_stop)
         clock = time.perf_counter()
