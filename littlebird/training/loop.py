@@ -22,6 +22,7 @@ import argparse
 import hashlib
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,6 +219,8 @@ class TrainingRun:
     started: float
     planned_steps: int  # total_steps as --epochs / --max-steps give it (before --schedule-minutes)
     step: int = 0
+    # called after every optimizer step (after its log line), e.g. a held-out evaluation every N steps
+    after_step: Callable[["TrainingRun"], None] | None = None
 
     @property
     def output_dir(self) -> Path:
@@ -250,10 +253,12 @@ class TrainingRun:
     def save_state(self) -> None:
         """``state.pt`` (and a snapshot of the model with ``--snapshots``) from the main process."""
         if self.accelerator.is_main_process:
+            # written aside, then renamed: a process killed while saving leaves the last state.pt whole
+            partial = self.output_dir / f"{STATE_FILE}.partial"
             torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
                         "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args),
-                        "total_steps": self.total_steps, "planned_steps": self.planned_steps},
-                       self.output_dir / STATE_FILE)
+                        "total_steps": self.total_steps, "planned_steps": self.planned_steps}, partial)
+            os.replace(partial, self.output_dir / STATE_FILE)
             if getattr(self.args, "snapshots", False):
                 self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
         self.accelerator.wait_for_everyone()
@@ -304,8 +309,13 @@ class TrainingRun:
 
     def epoch_batches(self):
         """The batches left in the current epoch (all of them unless resuming mid-epoch)."""
+        epoch = self.step // self.steps_per_epoch
         if hasattr(self.loader, "set_epoch"):
-            self.loader.set_epoch(self.step // self.steps_per_epoch)
+            self.loader.set_epoch(epoch)
+        # A dataset that draws anew each epoch (the masked-LM stage's masks) learns the epoch here: under
+        # data parallelism accelerate passes it to the sampler only.
+        if hasattr(self.loader.dataset, "set_epoch"):
+            self.loader.dataset.set_epoch(epoch)
         skip = (self.step % self.steps_per_epoch) * self.args.grad_accum
         return self.accelerator.skip_first_batches(self.loader, skip) if skip else self.loader
 
@@ -346,6 +356,8 @@ class TrainingRun:
                              f"elapsed {(now - self.started) / 60:.1f} min")
                     means.reset()
                     last_log = now
+                if self.after_step is not None:
+                    self.after_step(self)
                 if self.time_is_up():
                     self.log(f"time is up after {self.minutes():.1f} min, at step {self.step}")
                     return
