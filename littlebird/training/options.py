@@ -223,7 +223,7 @@ _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "
                      "snapshots", "schedule_minutes", "features_only", "train_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
-_NEUTRAL_DEFAULTS = {"ko_repeat": 1}
+_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:

