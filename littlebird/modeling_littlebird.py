@@ -103,6 +103,7 @@ class BlockGeometry:
     position_ids: torch.Tensor  # (B, n) long
     key_valid: torch.Tensor  # (B, n) bool: a real token, not padding
     query_valid: torch.Tensor  # (B, nb, b) bool
+    # The terms below have batch dimension B, or 1 where every row has the same positions and padding.
     local: tuple  # (left, right, touches_cls), each (B, 1, nb, b, 3b): see pair_terms
     local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / very negative
     global_: tuple  # (left, right, touches_cls), each (B, 1, nb, b, b)
@@ -152,12 +153,20 @@ def pair_terms(q_pos, q_index, k_pos, k_index, dtype):
 
 
 def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, block_size: int, dtype) -> BlockGeometry:
-    """Distances and masks of the blocked window from position ids (B, n) and validity (B, n), n = nb * b."""
+    """Distances and masks of the blocked window from position ids (B, n) and validity (B, n), n = nb * b.
+
+    Where every row has the same positions and padding (the reader's windows of one document), the
+    distance terms and masks are built for one row (batch dimension 1) and broadcast over the batch,
+    so BiALiBi's bias is computed once per layer, not once per window.
+    """
     B, n = position_ids.shape
     b = block_size
     nb = n // b
-    pos = position_ids.view(B, nb, b)
-    valid = key_valid.view(B, nb, b)
+    query_valid = key_valid.view(B, nb, b)
+    if B > 1 and bool((position_ids == position_ids[:1]).all()) and bool((key_valid == key_valid[:1]).all()):
+        B = 1
+    pos = position_ids[:B].view(B, nb, b)
+    valid = key_valid[:B].view(B, nb, b)
     index = torch.arange(n, device=position_ids.device).view(1, nb, b).expand(B, nb, b)
 
     window_pos = _look_around(pos, 1, 0)  # (B, nb, 3b)
@@ -179,7 +188,7 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
         block_size=b,
         position_ids=position_ids,
         key_valid=key_valid,
-        query_valid=valid,
+        query_valid=query_valid,
         local=local,
         local_mask=local_mask,
         global_=global_,
@@ -270,11 +279,12 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
 
     q, k, v: (B, h, n, d); packed_k, packed_v: (B, h, s, d). Returns (B, h, n, d) and the
     (local, global, packed) weights when asked. Each block of b queries reads its s + 4b keys
-    [C_P; block 0; blocks q-1, q, q+1] with one product; the bias and mask come from the
-    geometry's terms times the slopes (another product), added inside the first product
-    (``baddbmm``), so no pass over the scores is left but the softmax. Query blocks are processed
-    ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s)) without
-    changing the result.
+    [C_P; block 0; blocks q-1, q, q+1]; the bias and mask come from the geometry's terms times the
+    slopes (one small product for every head at once). Without weights asked for, each block is one
+    fused ``scaled_dot_product_attention`` with that bias as its float mask, so the (b, s + 4b) scores
+    never reach memory; with them, the scores are formed, biased and softmaxed in place. Query blocks
+    are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
+    without changing the result.
     """
     B, h, n, d = q.shape
     b = geometry.block_size
@@ -291,20 +301,22 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
         m = end - start
-        keys = _window_keys(packed_k, k_blocks, start, end)  # (B, h, m, K, d)
-        values = _window_keys(packed_v, v_blocks, start, end)
-        # -[D_P; D] + mask for every head at once: (h, 4) x (B, 4, m b K) -> (B, h, m b K)
-        terms = geometry.bias_terms(s, start, end)  # (B, 4, m, b, K)
-        bias = torch.bmm(coefficients.expand(B, h, 4), terms.reshape(B, 4, m * b * K))
-        scores = torch.baddbmm(bias.view(B * h * m, b, K).to(q.dtype), q[:, :, start:end].reshape(B * h * m, b, d),
-                               keys.view(B * h * m, K, d).transpose(1, 2))  # (B h m, b, K)
-        # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
-        probs = torch.softmax(scores, dim=-1)
+        keys = _window_keys(packed_k, k_blocks, start, end).view(B, h * m, K, d)
+        values = _window_keys(packed_v, v_blocks, start, end).view(B, h * m, K, d)
+        queries = q[:, :, start:end].reshape(B, h * m, b, d)
+        # -[D_P; D] + mask for every head at once: (h, 4) x (Bt, 4, m b K) -> (Bt, h m, b, K), Bt = B or 1
+        terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K)
+        Bt = terms.shape[0]
+        bias = torch.matmul(coefficients, terms.reshape(Bt, 4, m * b * K)).view(Bt, h * m, b, K)
+        bias = bias.to(q.dtype)
         if output_attentions:
+            probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
+            # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
+            probs = torch.softmax(probs, dim=-1)
             weights.append(probs.view(B, h, m, b, K))
-        if dropout_p:
-            probs = F.dropout(probs, p=dropout_p)
-        out = torch.bmm(probs, values.view(B * h * m, K, d))  # (B h m, b, d)
+            out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
+        else:
+            out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
         outputs.append(out.view(B, h, m * b, d))
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:

@@ -30,15 +30,22 @@ def random_inputs(n, block_size, lengths, shift_positions, seed=0):
 @pytest.mark.parametrize("block_size", [4, 16])
 @pytest.mark.parametrize("n_blocks", [1, 2, 3, 7])
 @pytest.mark.parametrize("shift_positions", [False, True])
-def test_blocked_matches_dense_reference(block_size, n_blocks, shift_positions):
+@pytest.mark.parametrize("same_rows", [False, True])
+def test_blocked_matches_dense_reference(block_size, n_blocks, shift_positions, same_rows):
     n = block_size * n_blocks
     lengths = [n, max(1, n - block_size // 2 - 1)]
     q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, block_size, lengths, shift_positions)
+    if same_rows:  # the reader's windows: every row has row 0's positions and padding
+        pos, valid = pos[:1].expand_as(pos).clone(), valid[:1].expand_as(valid).clone()
     geometry = build_block_geometry(pos, valid, block_size, torch.float32)
+    assert geometry.local[0].shape[0] == (1 if same_rows else B)
+    fused, none = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
     out, (local, global_, packed) = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True)
     ref_out, ref_probs = dense_usw_attention(q, k, v, pk, pv, pos, valid, bialibi, block_size)
     rows = valid[:, None, :, None].expand_as(out)  # padded queries are free to differ
+    assert none is None
     torch.testing.assert_close(out[rows], ref_out[rows], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused[rows], ref_out[rows], atol=1e-5, rtol=1e-5)
 
     from littlebird.modeling_littlebird import LittleBirdAttentions
 
