@@ -15,7 +15,7 @@ Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pa
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import torch
@@ -23,9 +23,14 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.activations import ACT2FN
+from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import BaseModelOutput, QuestionAnsweringModelOutput
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+from transformers.utils import logging
 
 from .configuration_littlebird import LittleBirdConfig
+
+logger = logging.get_logger(__name__)
 
 
 def alibi_slopes(num_heads: int) -> torch.Tensor:
@@ -233,7 +238,13 @@ class LittleBirdAttentions:
     - ``packed`` (B, h, nb, b, s): what it gave to the s packed vectors C_P.
     - ``pack`` (B, h, s, n): the pack attention of each packed slot over the tokens.
     - ``query_valid`` (B, nb, b): which queries are real tokens.
+    - ``length``: the input's n before padding to blocks (None: nb * b).
     Each query's local + global + packed weights sum to one.
+
+    Where code expects a (B, h, n, n) tensor, ``shape`` is that of :meth:`to_dense`, which builds it
+    (for short inputs), and ``retain_grad()`` / ``grad`` act on the compact tensors. Only the pack
+    weights lie on the blocked backend's gradient path; ``local``, ``global_`` and ``packed`` are
+    copies taken beside the computation, so their ``.grad`` stays None.
     """
 
     local: torch.Tensor
@@ -241,10 +252,36 @@ class LittleBirdAttentions:
     packed: torch.Tensor
     pack: torch.Tensor
     query_valid: torch.Tensor
+    length: Optional[int] = None
+
+    _TENSORS = ("local", "global_", "packed", "pack")
 
     @property
     def block_size(self) -> int:
         return self.local.shape[-2]
+
+    @property
+    def shape(self) -> torch.Size:
+        """(B, h, n, n): the shape of :meth:`to_dense`, the dense matrix these weights stand for."""
+        B, h, nb, b, _ = self.local.shape
+        n = nb * b if self.length is None else self.length
+        return torch.Size((B, h, n, n))
+
+    def retain_grad(self) -> None:
+        """``Tensor.retain_grad`` on each compact tensor that takes part in autograd."""
+        for name in self._TENSORS:
+            tensor = getattr(self, name)
+            if tensor.requires_grad:
+                tensor.retain_grad()
+
+    @property
+    def grad(self) -> Optional["LittleBirdAttentions"]:
+        """The compact tensors' gradients after ``retain_grad()`` and a backward pass (None where a tensor
+        got none), or None when none did."""
+        grads = {name: getattr(self, name).grad for name in self._TENSORS}
+        if all(g is None for g in grads.values()):
+            return None
+        return replace(self, **grads)
 
     def block_map(self) -> torch.Tensor:
         """(B, h, nb, nb): per query block, the weight each key block received, averaged over real queries."""
@@ -261,9 +298,11 @@ class LittleBirdAttentions:
         return block_map
 
     def to_dense(self, n: Optional[int] = None) -> torch.Tensor:
-        """(B, h, n, n) token-to-token weights (the packed share left out). For tests and short inputs."""
+        """(B, h, n, n) token-to-token weights (the packed share left out), n the input's length unless
+        given. For tests and short inputs."""
         B, h, nb, b, _ = self.local.shape
         size = nb * b
+        n = self.length if n is None else n
         dense = self.local.new_zeros(B, h, size, size + 2 * b)  # one spare block on each side
         for q in range(nb):
             dense[:, :, q * b : (q + 1) * b, q * b : q * b + 3 * b] = self.local[:, :, q]
@@ -496,25 +535,38 @@ class LittleBirdLayer(nn.Module):
         return x_next, p_next, attentions
 
 
+class LittleBirdCheckpointedLayer(GradientCheckpointingLayer, LittleBirdLayer):
+    """A LittleBirdLayer (same weights and forward) that ``model.gradient_checkpointing_enable()`` recomputes
+    in the backward pass instead of keeping its activations."""
+
+
 class LittleBirdEncoder(nn.Module):
     """The stack of layers and the initial packed sequence P (s learned vectors)."""
 
     def __init__(self, config: LittleBirdConfig):
         super().__init__()
         self.pack_embeddings = nn.Parameter(torch.empty(config.pack_size, config.hidden_size))
-        self.layer = nn.ModuleList(LittleBirdLayer(config) for _ in range(config.num_hidden_layers))
+        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config) for _ in range(config.num_hidden_layers))
 
-    def forward(self, x, geometry, output_attentions=False, output_hidden_states=False):
-        B = x.shape[0]
+    def forward(self, x, geometry, output_attentions=False, output_hidden_states=False, length=None):
+        """x (B, nb * b, H) -> (x', P', hidden states, attentions). Hidden states cover the first ``length``
+        tokens (the input before padding to blocks) and are the tensors the next layer reads, so gradients
+        reach them (``retain_grad``)."""
+        B, padded = x.shape[:2]
+        n = padded if length is None else length
         p = self.pack_embeddings.unsqueeze(0).expand(B, -1, -1).to(x.dtype)  # (B, s, H)
-        hidden_states = (x,) if output_hidden_states else None
+        hidden_states = () if output_hidden_states else None
         attentions = () if output_attentions else None
-        for layer in self.layer:
-            x, p, layer_attentions = layer(x, p, geometry, output_attentions)
+        for index, layer in enumerate(self.layer):
             if output_hidden_states:
-                hidden_states += (x,)
+                tokens = x[:, :n]  # (B, n, H)
+                hidden_states += (tokens,)
+                x = x if n == padded else torch.cat([tokens, x[:, n:]], dim=1)
+            x, p, layer_attentions = layer(x, p, geometry, output_attentions)
             if output_attentions:
                 attentions += (layer_attentions,)
+        if output_hidden_states:
+            hidden_states += (x[:, :n],)
         return x, p, hidden_states, attentions
 
 
@@ -538,8 +590,32 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
 
     config_class = LittleBirdConfig
     base_model_prefix = "littlebird"
-    supports_gradient_checkpointing = False
-    _no_split_modules = ["LittleBirdLayer"]
+    supports_gradient_checkpointing = True
+    _no_split_modules = ["LittleBirdLayer", "LittleBirdCheckpointedLayer"]
+    _supports_sdpa = True
+    _supports_flex_attn = True
+    # attn_implementation -> config.attention_backend. BiALiBi adds a bias to every score, which flash
+    # attention kernels cannot take; "eager" and "sdpa" are the blocked backend (SDPA where no weights are asked).
+    ATTN_IMPLEMENTATIONS = {"eager": "blocked", "sdpa": "blocked", "flex_attention": "flex"}
+
+    def get_correct_attn_implementation(self, requested_attention: Optional[str], is_init_check: bool = False) -> str:
+        """Map transformers' ``attn_implementation`` onto ``config.attention_backend``.
+
+        None keeps the config's backend; "eager" and "sdpa" choose "blocked", "flex_attention" "flex". Any other
+        implementation transformers knows (the flash attention kernels) falls back to "sdpa" with a warning naming the
+        ones that exist; an unknown name raises, as in transformers.
+        """
+        if requested_attention is None:
+            return "flex_attention" if self.config.attention_backend == "flex" else "sdpa"
+        if requested_attention not in ["eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()]:
+            return super().get_correct_attn_implementation(requested_attention, is_init_check)  # raises, listing them
+        if requested_attention not in self.ATTN_IMPLEMENTATIONS:
+            logger.warning_once(
+                f"LittleBird has no attn_implementation={requested_attention!r} (BiALiBi's bias needs a kernel that "
+                f"takes one); it has {sorted(self.ATTN_IMPLEMENTATIONS)}. Falling back to 'sdpa'.")
+            requested_attention = "sdpa"
+        self.config.attention_backend = self.ATTN_IMPLEMENTATIONS[requested_attention]
+        return requested_attention
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -567,16 +643,19 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
                 for name in ("alpha", "beta", "gamma")}
 
 
-def pad_to_blocks(input_ids, attention_mask, token_type_ids, position_ids, block_size, pad_token_id):
-    """Pad (B, n) inputs on the right to a multiple of the block size; padding is masked inside."""
-    n = input_ids.shape[1]
+def pad_to_blocks(inputs, attention_mask, token_type_ids, position_ids, block_size, pad_token_id):
+    """Pad inputs on the right to a multiple of the block size; padding is masked inside.
+
+    ``inputs`` are token ids (B, n), padded with ``pad_token_id``, or embeddings (B, n, H), padded with zeros.
+    """
+    n = inputs.shape[1]
     extra = (-n) % block_size
     if extra == 0:
-        return input_ids, attention_mask, token_type_ids, position_ids
+        return inputs, attention_mask, token_type_ids, position_ids
     last = position_ids[:, -1:]
     tail = last + torch.arange(1, extra + 1, device=position_ids.device)
     return (
-        F.pad(input_ids, (0, extra), value=pad_token_id),
+        F.pad(inputs, (0, extra), value=pad_token_id) if inputs.dim() == 2 else F.pad(inputs, (0, 0, 0, extra)),
         F.pad(attention_mask, (0, extra), value=0),
         F.pad(token_type_ids, (0, extra), value=0),
         torch.cat([position_ids, tail], dim=1),
@@ -599,38 +678,48 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
     def set_input_embeddings(self, value):
         self.embeddings.word_embeddings = value
 
+    def embed(self, inputs, token_type_ids):
+        """The embedding layer's output (B, n, H) from token ids (B, n) or from word embeddings (B, n, H)."""
+        if inputs.dim() == 2:
+            return self.embeddings(inputs, token_type_ids)
+        embeddings = self.embeddings
+        return embeddings.dropout(embeddings.LayerNorm(inputs + embeddings.token_type_embeddings(token_type_ids)))
+
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
-        """Encode ``input_ids`` (B, n).
+                inputs_embeds=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+        """Encode ``input_ids`` (B, n), or ``inputs_embeds`` (B, n, H) in place of the word embeddings.
 
         ``attention_mask`` (B, n): 1 for tokens, 0 for padding. ``position_ids`` (B, n): the
         positions BiALiBi measures distances with (default 0..n-1; Padding Insertion passes
         shifted ones; position 0 is the global [CLS]). Returns hidden states (B, n, H).
         """
-        if input_ids is None:
-            raise ValueError("input_ids is required")
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("give exactly one of input_ids (B, n) and inputs_embeds (B, n, H)")
+        inputs = input_ids if input_ids is not None else inputs_embeds
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
         output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
                                 else output_hidden_states)
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        B, n = input_ids.shape
+        B, n = inputs.shape[:2]
         if n == 0:
-            raise ValueError("input_ids must hold at least one token")
-        device = input_ids.device
-        attention_mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask
-        token_type_ids = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids
+            raise ValueError("the input must hold at least one token")
+        device = inputs.device
+        if attention_mask is None:
+            attention_mask = torch.ones(B, n, dtype=torch.long, device=device)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros(B, n, dtype=torch.long, device=device)
         if position_ids is None:
             position_ids = torch.arange(n, device=device).unsqueeze(0).expand(B, n)
         b = self.config.block_size
-        ids, mask, types, positions = pad_to_blocks(
-            input_ids, attention_mask, token_type_ids, position_ids, b, self.config.pad_token_id
+        inputs, mask, types, positions = pad_to_blocks(
+            inputs, attention_mask, token_type_ids, position_ids, b, self.config.pad_token_id
         )
-        x = self.embeddings(ids, types)  # (B, nb * b, H)
+        x = self.embed(inputs, types)  # (B, nb * b, H)
         geometry = build_block_geometry(positions, mask.bool(), b, x.dtype)
-        x, p, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states)
-        x = x[:, :n]
-        if hidden_states is not None:
-            hidden_states = tuple(h[:, :n] for h in hidden_states)
+        x, p, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
+        x = x[:, :n] if hidden_states is None else hidden_states[-1]  # (B, n, H)
+        if attentions is not None:
+            attentions = tuple(replace(a, length=n) for a in attentions)
         if not return_dict:
             return tuple(t for t in (x, hidden_states, attentions, p) if t is not None)
         return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
@@ -644,7 +733,8 @@ class LittleBirdQuestionAnsweringOutput(QuestionAnsweringModelOutput):
     - ``end_logits`` (B, n): conditioned on the gold start in training, on the best start otherwise.
     - ``answerable_logits`` (B,): logit that the input holds an answer ([CLS] classifier).
     - ``top_start_indices``, ``top_start_logits`` (B, k): the k best starts.
-    - ``top_end_logits`` (B, k, L): end logits of end = start + offset, offset in [0, L); -inf where impossible.
+    - ``top_end_logits`` (B, k, L): end logits of end = start + offset, offset in [0, L); the float32 minimum
+      where impossible (past the input or on padding): finite, as transformers' outputs are.
     """
 
     answerable_logits: Optional[torch.Tensor] = None
@@ -694,8 +784,10 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
     """LittleBird with the extractive QA head of appendix A.2.
 
     Input as in the paper: [CLS] [QUESTION] question [SEP] document. In training, pass
-    ``start_positions``/``end_positions`` (index 0, the [CLS], for "no answer here") and
-    optionally ``answerable_labels``; the end is teacher-forced on the gold start.
+    ``start_positions``/``end_positions`` (index 0, the [CLS], for "no answer here"); the end is
+    teacher-forced on the gold start. The answerable head learns ``start_positions > 0`` unless
+    ``answerable`` (B,) gives other targets; it is no "label" argument, so ``Trainer`` needs only the
+    two positions to report ``eval_loss``.
     """
 
     def __init__(self, config: LittleBirdConfig):
@@ -705,16 +797,19 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                start_positions=None, end_positions=None, answerable_labels=None, top_k_starts=None,
-                max_answer_length=None, output_attentions=None, output_hidden_states=None, return_dict=None,
-                **kwargs):
+                start_positions=None, end_positions=None, answerable=None, top_k_starts=None,
+                max_answer_length=None, inputs_embeds=None, output_attentions=None, output_hidden_states=None,
+                return_dict=None, **kwargs):
         return_dict = self.config.return_dict if return_dict is None else return_dict
+        # only when given: the teacher (training/teacher_model.py) shares this forward with a BERT encoder
+        embeds = {} if inputs_embeds is None else {"inputs_embeds": inputs_embeds}
         encoded = self.littlebird(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
                                   position_ids=position_ids, output_attentions=output_attentions,
-                                  output_hidden_states=output_hidden_states, return_dict=True)
+                                  output_hidden_states=output_hidden_states, return_dict=True, **embeds)
         hidden = encoded.last_hidden_state  # (B, n, H)
         B, n, _ = hidden.shape
-        valid = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+        valid = (torch.ones(B, n, dtype=torch.bool, device=hidden.device) if attention_mask is None
+                 else attention_mask.bool())
         start_logits = self.qa_head.start_logits(hidden)
         # the logits' own dtype: under autocast they are bf16 while ``hidden`` (after LayerNorm) is fp32
         very_negative = torch.finfo(start_logits.dtype).min
@@ -727,11 +822,11 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
             starts = start_positions.clamp(0, n - 1).view(B, 1)
             end_logits = self.qa_head.end_logits(hidden, starts).squeeze(1)  # (B, n)
             end_logits = end_logits.masked_fill(~valid | (positions < starts), torch.finfo(end_logits.dtype).min)
-            if answerable_labels is None:
-                answerable_labels = (start_positions > 0).to(hidden.dtype)
+            if answerable is None:
+                answerable = (start_positions > 0).to(hidden.dtype)
             loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
                     + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))) / 2
-            loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable_labels.float())
+            loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable.float())
         else:
             k = min(top_k_starts or self.config.top_k_starts, n)
             L = max_answer_length or self.config.max_answer_length
@@ -739,7 +834,7 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
             ends = top_starts.unsqueeze(-1) + torch.arange(L, device=hidden.device)  # (B, k, L)
             end_ok = (ends < n) & torch.gather(valid, 1, ends.clamp(max=n - 1).view(B, -1)).view(B, k, L)
             top_end_logits = self.qa_head.end_logits(hidden, top_starts, ends.clamp(max=n - 1))
-            top_end_logits = top_end_logits.float().masked_fill(~end_ok, float("-inf"))
+            top_end_logits = top_end_logits.float().masked_fill(~end_ok, torch.finfo(torch.float32).min)
             end_logits = self.qa_head.end_logits(hidden, top_starts[:, :1]).squeeze(1)
             end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]),
                                                 torch.finfo(end_logits.dtype).min)

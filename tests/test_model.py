@@ -167,13 +167,13 @@ def test_qa_head_trains_and_decodes_consistently():
     assert not torch.allclose(alt.squeeze(1), out.end_logits, atol=1e-4)
 
 
-def test_impossible_ends_are_minus_infinity():
+def test_impossible_ends_get_the_float_minimum():
     model = tiny_qa_model(seed=7)
     ids = torch.randint(3, 300, (1, 10))
     mask = torch.tensor([[1] * 8 + [0] * 2])
     out = run(model, ids, attention_mask=mask, max_answer_length=30)
     ends = out.top_start_indices[..., None] + torch.arange(30)
-    assert torch.isinf(out.top_end_logits[ends >= 8]).all()
+    assert (out.top_end_logits[ends >= 8] == torch.finfo(torch.float32).min).all()  # finite, as transformers wants
     assert torch.isfinite(out.top_end_logits[ends < 8]).all()
     assert (out.top_start_indices < 8).all()
 
