@@ -13,8 +13,10 @@ One file holds everything a forward pass needs, section 3 of the paper read top 
 Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pack size, H hidden.
 """
 
+import collections
 import functools
 import math
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -61,6 +63,7 @@ class BiALiBi(nn.Module):
         self.alpha = nn.Parameter(torch.empty(num_heads))
         self.beta = nn.Parameter(torch.empty(num_heads))
         self.gamma = nn.Parameter(torch.empty(num_heads))
+        self._kept_bias = None  # (terms, slope versions, bias) of the last inference call: see window_bias
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -94,6 +97,24 @@ class BiALiBi(nn.Module):
         """D_P = ((beta + gamma) / 2 * b) J: every packed vector sits b tokens away. Shape (h,)."""
         return (self.beta + self.gamma) / 2 * block_size
 
+    def window_bias(self, terms: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """-[D_P; D] + mask for every head at once: (h, 4) x (Bt, 4, m, b, K) -> (Bt, h, m, b, K).
+
+        Without gradients, the last result is kept and returned again for the same ``terms`` object and
+        unchanged slopes: the reader's windows share one geometry (see :func:`build_block_geometry`), so
+        each layer computes its bias once per document, not once per window.
+        """
+        Bt, _, m, b, K = terms.shape
+        keep = not torch.is_grad_enabled()
+        versions = (self.alpha._version, self.beta._version, self.gamma._version, dtype)
+        kept = self._kept_bias  # one read: another thread may replace it meanwhile
+        if keep and kept is not None and kept[0] is terms and kept[1] == versions:
+            return kept[2]
+        coefficients = self.bias_coefficients().to(terms.dtype)  # (h, 4)
+        bias = torch.matmul(coefficients, terms.reshape(Bt, 4, m * b * K)).view(Bt, -1, m, b, K).to(dtype)
+        self._kept_bias = (terms, versions, bias) if keep else None
+        return bias
+
 
 @dataclass
 class BlockGeometry:
@@ -113,7 +134,9 @@ class BlockGeometry:
     local_mask: torch.Tensor  # (B, 1, nb, 1, 3b) additive 0 / very negative
     global_: tuple  # (left, right, touches_cls), each (B, 1, nb, b, b)
     global_mask: torch.Tensor  # (B, 1, nb, 1, b)
-    cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask, bias terms)
+    cache: dict = field(default_factory=dict)  # per-forward objects shared by layers (flex block mask)
+    # Objects derived from the terms alone (bias terms): shared by every forward pass that reuses the terms.
+    shared: dict = field(default_factory=dict)
 
     @property
     def num_blocks(self) -> int:
@@ -126,9 +149,9 @@ class BlockGeometry:
         if (start, end) != (0, self.num_blocks):
             return bias_terms(self, pack_size, start, end)
         key = ("bias_terms", pack_size)
-        if key not in self.cache:
-            self.cache[key] = bias_terms(self, pack_size, start, end)
-        return self.cache[key]
+        if key not in self.shared:
+            self.shared[key] = bias_terms(self, pack_size, start, end)
+        return self.shared[key]
 
 
 def _look_around(x: torch.Tensor, block_dim: int, fill) -> torch.Tensor:
@@ -172,6 +195,17 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
         B = 1
     pos = position_ids[:B].view(B, nb, b)
     valid = key_valid[:B].view(B, nb, b)
+    key = None
+    if B == 1 and position_ids.device.type == "cpu" and not torch.is_grad_enabled():
+        key = (b, dtype, n, pos.numpy().tobytes(), valid.numpy().tobytes())
+        with _KEPT_TERMS_LOCK:
+            kept = _KEPT_TERMS.get(key)
+            if kept is not None:
+                _KEPT_TERMS.move_to_end(key)
+        if kept is not None:
+            local, local_mask, global_, global_mask, shared = kept
+            return BlockGeometry(b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask,
+                                 shared=shared)
     index = torch.arange(n, device=position_ids.device).view(1, nb, b).expand(B, nb, b)
 
     window_pos = _look_around(pos, 1, 0)  # (B, nb, 3b)
@@ -189,16 +223,21 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
     global_valid[:, :2] = False
     global_mask = torch.zeros(B, 1, nb, 1, b, dtype=dtype, device=pos.device)
     global_mask.masked_fill_(~global_valid.view(B, 1, nb, 1, b), neg_inf)
-    return BlockGeometry(
-        block_size=b,
-        position_ids=position_ids,
-        key_valid=key_valid,
-        query_valid=query_valid,
-        local=local,
-        local_mask=local_mask,
-        global_=global_,
-        global_mask=global_mask,
-    )
+    terms = (local, local_mask, global_, global_mask, {})
+    if key is not None:
+        with _KEPT_TERMS_LOCK:
+            _KEPT_TERMS[key] = terms
+            while len(_KEPT_TERMS) > _KEEP_TERMS:
+                _KEPT_TERMS.popitem(last=False)
+    return BlockGeometry(b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask,
+                         shared=terms[4])
+
+
+# Inference on CPU reads window after window with the same positions and padding: their distance terms
+# (and, through BlockGeometry.shared, the bias terms) are built once and kept for the next windows.
+_KEEP_TERMS = 2
+_KEPT_TERMS: "collections.OrderedDict[tuple, tuple]" = collections.OrderedDict()
+_KEPT_TERMS_LOCK = threading.Lock()
 
 
 def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) -> torch.Tensor:
@@ -333,8 +372,6 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     q = (q * (1.0 / math.sqrt(d))).view(B, h, nb, b, d)
     k_blocks = F.pad(k, (0, 0, b, b)).view(B, h, nb + 2, b, d)  # a zero block at each end
     v_blocks = F.pad(v, (0, 0, b, b)).view(B, h, nb + 2, b, d)
-    coefficients = bialibi.bias_coefficients().to(geometry.local[0].dtype)  # (h, 4)
-
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
     outputs, weights = [], []
     for start in range(0, nb, chunk_blocks):
@@ -343,11 +380,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         keys = _window_keys(packed_k, k_blocks, start, end).view(B, h * m, K, d)
         values = _window_keys(packed_v, v_blocks, start, end).view(B, h * m, K, d)
         queries = q[:, :, start:end].reshape(B, h * m, b, d)
-        # -[D_P; D] + mask for every head at once: (h, 4) x (Bt, 4, m b K) -> (Bt, h m, b, K), Bt = B or 1
-        terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K)
-        Bt = terms.shape[0]
-        bias = torch.matmul(coefficients, terms.reshape(Bt, 4, m * b * K)).view(Bt, h * m, b, K)
-        bias = bias.to(q.dtype)
+        terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K), Bt = B or 1
+        bias = bialibi.window_bias(terms, q.dtype).view(terms.shape[0], h * m, b, K)  # -[D_P; D] + mask
         if output_attentions:
             probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.

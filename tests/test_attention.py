@@ -144,3 +144,38 @@ def test_bf16_autocast_stays_close_to_fp32():
         half, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
     rows = valid[:, None, :, None].expand_as(full)
     torch.testing.assert_close(half.float()[rows], full[rows], atol=5e-2, rtol=5e-2)
+
+
+def test_inference_keeps_the_bias_only_while_slopes_and_positions_stay():
+    # Without gradients a layer reuses the last window's bias: it must never outlive a change of slopes
+    # or of positions and padding.
+    from littlebird import modeling_littlebird
+    from tests.littlebird_factories import tiny_qa_model
+
+    model = tiny_qa_model()
+    ids = torch.randint(5, 300, (2, 192), generator=torch.Generator().manual_seed(1))
+    full = torch.ones_like(ids)
+    short = (torch.arange(192) < 150).long().expand(2, 192)
+
+    def fresh(attention_mask):
+        modeling_littlebird._KEPT_TERMS.clear()
+        for module in model.modules():
+            if isinstance(module, BiALiBi):
+                module._kept_bias = None
+        with torch.inference_mode():
+            return model(input_ids=ids, attention_mask=attention_mask).start_logits
+
+    with torch.inference_mode():
+        first = model(input_ids=ids, attention_mask=full).start_logits
+        again = model(input_ids=ids, attention_mask=full).start_logits
+        other = model(input_ids=ids, attention_mask=short).start_logits
+    layer = model.littlebird.encoder.layer[0]
+    assert layer.bialibi._kept_bias is not None  # the fast path was taken
+    torch.testing.assert_close(again, first)
+    torch.testing.assert_close(other, fresh(short))
+    with torch.no_grad():
+        layer.bialibi.beta.mul_(3.0)
+    with torch.inference_mode():
+        changed = model(input_ids=ids, attention_mask=full).start_logits
+    assert not torch.allclose(changed, first)
+    torch.testing.assert_close(changed, fresh(full))
