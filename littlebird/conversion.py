@@ -181,7 +181,7 @@ def _strip_prefix(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Ten
 
 
 @contextlib.contextmanager
-def _quiet_loading_report():
+def quiet_loading_report():
     """Hide transformers' progress bar and table of new weights; we check them ourselves."""
     verbosity = transformers_logging.get_verbosity()
     progress_bar = transformers_logging.is_progress_bar_enabled()
@@ -209,7 +209,7 @@ def _instantiate(
     which must be exactly the parameters BERT has no counterpart for (names
     containing one of ``fresh``).
     """
-    with _quiet_loading_report():
+    with quiet_loading_report():
         model, info = model_class.from_pretrained(
             None, config=config, state_dict=state_dict, output_loading_info=True
         )

