@@ -3,14 +3,20 @@
 Each question is read once per value of ``--windows`` through ``littlebird.reader.read`` (the served
 reader, with the app's answer tidying), largest first; a window already run for the question is
 taken from a cache, so the whole sweep costs what reading the largest value costs. Prints the
-running mean F1 per value every ``--every`` questions and at the end of each file.
+running mean F1 per value every ``--every`` questions and at the end of each file. ``all`` reads
+every window (the reader without its first pass). With ``--output-dir``, each value's predictions
+are written in the evaluation CLI's ``--output`` format, and each value's F1 difference to the
+first value given comes with a 95% paired-bootstrap interval (``benchmarks/compare_conversions.py``).
 
     python scripts/max_windows_sweep.py --data runs/dev/dev-en-long.json runs/dev/dev-ko-long.json
+    python scripts/max_windows_sweep.py --data runs/dev/dev-en-article.json --windows all 4 5 \
+        --output-dir runs/sweep
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -18,6 +24,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.compare_conversions import paired_bootstrap  # noqa: E402
 
 from littlebird.answer_text import tidy_answer_span  # noqa: E402
 from littlebird.checkpoint import load_qa_model, load_tokenizer  # noqa: E402
@@ -55,7 +63,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="assets/littlebird-qa")
     parser.add_argument("--data", nargs="+", required=True)
-    parser.add_argument("--windows", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6, 8])
+    parser.add_argument("--windows", type=window_count, nargs="+", default=[1, 2, 3, 4, 5, 6, 8],
+                        help="values of max_windows; 'all' reads every window (default: 1 2 3 4 5 6 8)")
+    parser.add_argument("--output-dir", type=Path, default=None,
+                        help="write <file>-windows-<value>.json per value and print paired intervals")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of each file")
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
@@ -63,12 +74,13 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     model = RememberedWindows(optimize_for_cpu(load_qa_model(args.model), "auto", inplace=True))
     tokenizer = load_tokenizer()
-    values = sorted(set(args.windows), reverse=True)
+    values = sorted(dict.fromkeys(args.windows), key=lambda k: -1 if k is None else -k)  # largest first
     for path in args.data:
         totals, n, started = dict.fromkeys(values, 0.0), 0, time.perf_counter()
+        rows: dict = {k: [] for k in values}
 
         def line() -> str:
-            scores = " ".join(f"{k}: {100 * totals[k] / n:.1f}" for k in sorted(values))
+            scores = " ".join(f"{label(k)}: {100 * totals[k] / n:.1f}" for k in args.windows)
             return f"{Path(path).stem} | {n} questions | F1 by max_windows {scores} | {time.perf_counter() - started:.0f} s"
 
         for article in read_squad(path):
@@ -81,11 +93,48 @@ def main(argv=None) -> None:
                     for k in values:
                         reading = read(qa["question"], paragraph["context"], model=model, tokenizer=tokenizer,
                                        tidy=tidy_answer_span, max_windows=k)
-                        totals[k] += best_scores(reading.answers[0].text if reading.answers else "", answers, language)[1]
+                        prediction = reading.answers[0].text if reading.answers else ""
+                        f1 = best_scores(prediction, answers, language)[1]
+                        totals[k] += f1
+                        rows[k].append({"id": qa["id"], "question": qa["question"], "prediction": prediction,
+                                        "answers": answers, "n_tokens": reading.n_tokens,
+                                        "n_windows": reading.n_windows, "f1": f1})
                     n += 1
                     if n % args.every == 0:
                         print(line(), flush=True)
         print(line(), flush=True)
+        if args.output_dir is not None:
+            write_predictions(args.output_dir, path, args.windows, rows)
+
+
+def window_count(value: str) -> int | None:
+    """A ``--windows`` value: a positive count, or ``all`` (None: every window)."""
+    if value == "all":
+        return None
+    count = int(value)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"a window count is at least 1 or 'all', got {value}")
+    return count
+
+
+def label(k: int | None) -> str:
+    return "all" if k is None else str(k)
+
+
+def write_predictions(directory: Path, data: str, values: list, rows: dict) -> None:
+    """One evaluation-style JSON per value; print each value's paired F1 difference to the first."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for k in values:
+        f1s = [row["f1"] for row in rows[k]]
+        summary = {"data": str(data), "max_windows": label(k), "questions": len(f1s),
+                   "f1": 100 * sum(f1s) / max(1, len(f1s))}
+        target = directory / f"{Path(data).stem}-windows-{label(k)}.json"
+        target.write_text(json.dumps({"summary": summary, "predictions": rows[k]}, ensure_ascii=False, indent=1))
+    reference = {row["id"]: row for row in rows[values[0]]}
+    for k in values[1:]:
+        n, difference, low, high = paired_bootstrap(reference, {row["id"]: row for row in rows[k]})
+        print(f"{Path(data).stem} | max_windows {label(k)} - {label(values[0])}: {difference:+.1f} F1 "
+              f"[{low:+.1f}, {high:+.1f}] over {n} questions", flush=True)
 
 
 if __name__ == "__main__":
