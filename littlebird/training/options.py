@@ -162,7 +162,8 @@ def freeze_lower_layers(model: nn.Module, count: int) -> None:
 
 
 def set_attention_dropout(model: nn.Module, probability: float) -> None:
-    """Dropout on the attention probabilities of the teacher or of LittleBird.
+    """Dropout on the attention probabilities of the teacher, of LittleBird, or of a model holding the
+    encoder as ``.bert`` (the masked-LM stage).
 
     On CPU, scaled_dot_product_attention with dropout leaves the fused kernel for the math one:
     about 4x slower attention at 384 tokens, most of a teacher step (benchmarks/bench_training.py).
@@ -170,7 +171,7 @@ def set_attention_dropout(model: nn.Module, probability: float) -> None:
     config = getattr(model, "config", None)
     if config is not None:
         config.attention_probs_dropout_prob = probability  # LittleBird reads it at every forward
-    bert = getattr(model.littlebird, "bert", None)
+    bert = getattr(getattr(model, "littlebird", model), "bert", None)
     if bert is not None:
         bert.config.attention_probs_dropout_prob = probability
         for module in bert.modules():
