@@ -35,10 +35,10 @@ def toy(tmp_path_factory):
 
 
 def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
-    """Each sequence is 8 random tokens then the same 8 again; one of the second half is masked. Only
+    """Each sequence is 4 random tokens then the same 4 again; one of the second half is masked. Only
     the context can tell which token it was (the tokens are new in every sequence)."""
     torch.manual_seed(0)
-    vocab, half = 40, 8
+    vocab, half = 40, 4
     config = BertConfig(vocab_size=vocab, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=128, max_position_embeddings=32, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0)
@@ -66,7 +66,7 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
     test = batch(256)
     with torch.no_grad():
         before = objective(test)[1]["accuracy"]
-    for _ in range(400):
+    for _ in range(200):
         loss, _ = objective(batch(64))
         loss.backward()
         optimizer.step()
@@ -75,7 +75,7 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
     with torch.no_grad():
         loss, scores = objective(test)
     assert before < 0.15
-    assert scores["accuracy"] > 0.8, scores  # chance: 1 in 35
+    assert scores["accuracy"] > 0.9, scores  # chance: 1 in 35
 
 
 @pytest.fixture(scope="module")
