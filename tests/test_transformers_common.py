@@ -176,7 +176,12 @@ def test_trainer_reports_eval_loss_from_start_and_end_positions(tmp_path):
     dataset = [{"input_ids": ids[i], "attention_mask": torch.ones(12, dtype=torch.long),
                 "start_positions": starts[i], "end_positions": ends[i]} for i in range(6)]
     args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=6, report_to=[], use_cpu=True)
-    metrics = Trainer(model=model, args=args, eval_dataset=dataset).evaluate()
+    try:
+        metrics = Trainer(model=model, args=args, eval_dataset=dataset).evaluate()
+    finally:  # Trainer's accelerator state is process-wide: the training loop's tests set their own
+        from accelerate.state import AcceleratorState
+
+        AcceleratorState._reset_state(reset_partial_state=True)
     assert "eval_loss" in metrics
     with torch.no_grad():
         expected = model(input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts,
