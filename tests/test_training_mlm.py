@@ -25,8 +25,8 @@ def toy(tmp_path_factory):
     """The toy QA files plus a toy Korean Wikipedia file, and a tiny random BERT source."""
     root = tmp_path_factory.mktemp("mlm")
     data = write_toy_data(root / "data")
-    pages = [{"id": str(i), "url": "", "title": f"토이 {country}",
-              "text": f"{country}은 작은 나라이다. {country}의 수도는 {city}이다. {city}는 {year}년에 세워졌다. " * 3}
+    text = "{0}은 작은 나라이다. {0}의 수도는 {1}이다. {1}는 {2}년에 세워졌다. "
+    pages = [{"id": str(i), "url": "", "title": f"토이 {country}", "text": text.format(country, city, year) * 3}
              for i, (country, city, year) in enumerate(KO_FACTS)]
     (data / "text").mkdir()
     with gzip.open(data / "text" / "kowiki-sample.jsonl.gz", "wt", encoding="utf-8") as handle:
@@ -140,7 +140,8 @@ def test_a_resumed_run_takes_the_same_steps_as_an_uninterrupted_one(toy, tmp_pat
     moved = [name for name in straight if "word_embeddings" not in name and "LayerNorm" not in name
              and not torch.equal(straight[name], start[name])]
     assert moved, "four steps at lr 1e-3 must change the encoder"
-    torch.testing.assert_close(straight["embeddings.word_embeddings.weight"], start["embeddings.word_embeddings.weight"])
+    word_embeddings = "embeddings.word_embeddings.weight"
+    torch.testing.assert_close(straight[word_embeddings], start[word_embeddings])  # frozen
     # the held-out lines: the start, every 2 steps, each step once though the run was cut at step 2
     rows = [json.loads(line) for line in (tmp_path / "resumed" / mlm.HELDOUT_FILE).read_text().splitlines()]
     assert [row["step"] for row in rows] == [0, 2, 4]

