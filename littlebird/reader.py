@@ -328,8 +328,16 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
                 on_window(min(first + batch_size, len(input_ids)), len(input_ids))
     indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
     # bf16 logits have no numpy type; float32 is exact for them.
-    return WindowLogits(indices.numpy(), starts.float().numpy(), ends.float().numpy(), answerable.float().numpy(),
+    return WindowLogits(indices.numpy(), impossible_as_minus_infinity(starts.float().numpy()),
+                        impossible_as_minus_infinity(ends.float().numpy()), answerable.float().numpy(),
                         torch.cat(normalizers).cpu().numpy())
+
+
+def impossible_as_minus_infinity(logits: np.ndarray) -> np.ndarray:
+    """``logits`` with the model's "impossible" marks as -inf: the model masks ends past its window,
+    before their start or beyond the answer length (and padded starts) with its dtype's minimum, as
+    transformers models do, and decoding here tells allowed spans by a finite score."""
+    return np.where(logits <= np.finfo(np.float32).min / 2, -np.inf, logits)
 
 
 def window_offsets(logits: WindowLogits) -> np.ndarray:

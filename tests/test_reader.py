@@ -148,6 +148,25 @@ def test_run_windows_keeps_each_windows_start_log_sum_exp(tokenizer):
     assert np.all(logits.start_log_normalizers >= logits.top_start_logits.max(axis=1))
 
 
+def test_run_windows_hands_decoding_minus_infinity_for_impossible_ends(tokenizer):
+    # The model marks ends it does not allow with its dtype's minimum; decoding must see them as -inf,
+    # or a window with few allowed spans would offer spans past its end scored -3.4e38.
+    model = tiny_model_for_tokenizer().eval()
+    prefix = question_prefix(tokenize_questions(["How deep is Lake Baikal?"], tokenizer)[0], special_ids(tokenizer), 64)
+    document = np.array(tokenizer(TEXT, add_special_tokens=False)["input_ids"][:60])
+    ids, mask = build_windows(prefix, document, [0], 40, special_ids(tokenizer).pad)
+    mask[0, -30:] = 0  # mostly padding: most ends are impossible
+    with torch.inference_mode():
+        raw = model(input_ids=ids, attention_mask=mask, top_k_starts=5, max_answer_length=8).top_end_logits
+    assert (raw.float() <= torch.finfo(torch.float32).min / 2).any()  # what the model hands over
+    logits = run_windows(model, ids, mask, top_k_starts=5, max_answer_length=8)
+    ends = logits.top_end_logits
+    assert np.isneginf(ends).any() and np.all(ends[np.isfinite(ends)] > -1e30)
+    spans = np.stack([np.arange(60) * 2, np.arange(60) * 2 + 1], axis=1)
+    candidates = span_candidates(logits, spans, len(prefix), [0], limit=1000)
+    assert candidates and all(c.score > -1e30 for c in candidates)
+
+
 def test_tidy_hook_merges_spans_that_tidy_to_the_same_answer():
     text = "세종대왕이 만들었다. 세종대왕"
     candidates = [Candidate(3.0, 0, 5, 0), Candidate(2.0, 0, 4, 1), Candidate(1.0, 12, 16, 1)]
