@@ -324,12 +324,14 @@ def text_documents(data_dir: str | Path, dev_fraction: float) -> dict[str, dict[
     trained on.
     """
     corpus = load_corpus(data_dir, dev_fraction)
-    joined = {split: [("\n".join(p["context"] for p in a["paragraphs"]), a["title"]) for a in articles]
-              for split, articles in (("train", corpus.train["en"]), ("heldout", corpus.dev["en"]))}
+
+    def article_text(article: dict) -> str:
+        return "\n".join(paragraph["context"] for paragraph in article["paragraphs"])
+
+    documents = {"train": {"en": [article_text(a) for a in corpus.train["en"]], "ko": []},
+                 "heldout": {"en": [article_text(a) for a in corpus.dev["en"]], "ko": []}}
     dev_titles = {a["title"] for a in corpus.dev["ko"]}
     dev_passages = [p["context"][:60] for a in corpus.dev["ko"] for p in a["paragraphs"]]
-    documents = {"train": {"en": [text for text, _ in joined["train"]], "ko": []},
-                 "heldout": {"en": [text for text, _ in joined["heldout"]], "ko": []}}
     for page in read_korean_pages(Path(data_dir) / KOREAN_PAGES_FILE):
         text = page["paragraphs"][0]["context"]
         held = (page["title"] in dev_titles or any(passage in text for passage in dev_passages)
