@@ -39,15 +39,16 @@ import numpy as np
 import torch
 
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
-from .window_ranking import reading_order
+from .window_ranking import reading_order, window_scores
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
 WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room for any answer (<= 30 tokens)
-# Windows the model reads of a long document: on the English long dev file F1 rose from 1 to 4 windows and
-# stayed level up to 8, on Korean pages 4 read as well as all, while each window costs ~0.8 s on 2 AVX2 cores
-# (scripts/max_windows_sweep.py; docs/training-log.md, 2026-11-27).
-DEFAULT_MAX_WINDOWS = 4
+# Windows the model reads of a long document: against reading every window, whole English articles lose
+# 1.3 F1 with 4, 0.8 with 5 and 0.1 with 6; Korean pages read as well with 3 as with all; the long files stay
+# level from 4 to 8; each window costs ~0.5 s on 2 AVX2 cores (scripts/max_windows_sweep.py;
+# docs/training-log.md, 2026-11-27).
+DEFAULT_MAX_WINDOWS = 5
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 _CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
@@ -376,7 +377,8 @@ def end_log_probabilities(top_end_logits: np.ndarray) -> np.ndarray:
 
 
 def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
-                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False) -> list[Candidate]:
+                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False,
+                    window_prior: np.ndarray | None = None) -> list[Candidate]:
     """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
 
     A pair counts if both ends are document tokens with text (not the question, a tag token or
@@ -384,13 +386,16 @@ def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int,
     end's log-probability given that start (:func:`end_log_probabilities`) where the end depends
     on the start, else plus the raw end logit (the baselines' independent ends: normalising them
     per start would favour starts with little end mass after them). ``rank_windows``: plus the
-    window's :func:`window_offsets` (normalised start, plus the window's answerable logit).
+    window's :func:`window_offsets` (normalised start, plus the window's answerable logit), and
+    ``window_prior`` (W,) where given (the first pass's score of each window, see :func:`read`).
     """
     W, k, L = logits.top_end_logits.shape
     ends = end_log_probabilities(logits.top_end_logits) if end_depends_on_start else logits.top_end_logits
     scores = logits.top_start_logits[:, :, None] + ends  # (W, k, L)
     if rank_windows:
         scores = scores + window_offsets(logits)[:, None, None]
+        if window_prior is not None:
+            scores = scores + np.asarray(window_prior, dtype=np.float64)[: len(scores), None, None]
     top = logits.top_start_indices[:, :, None]  # (W, k, 1)
     start_doc = top - prefix_length + np.asarray(starts)[:, None, None]  # (W, k, 1)
     end_doc = start_doc + np.arange(L)[None, None, :]  # (W, k, L)
@@ -504,7 +509,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
          time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
-         max_windows: int | None = DEFAULT_MAX_WINDOWS) -> Reading:
+         max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -533,6 +538,9 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
 
     ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
     answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
+    ``lexical_prior``: with ``rank_windows``, add ``lexical_prior`` times each window's first-pass
+    (BM25) score over the document's best window's, so the words the question shares with a window
+    count in the choice among windows too (0: the model's choice alone).
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1):
@@ -559,6 +567,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     order = windows_to_read(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity, tokenizer,
                             max_windows)
     starts = [every_start[i] for i in order]
+    prior = None
+    if lexical_prior and rank_windows and len(every_start) > 1:
+        lexical = window_scores(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity,
+                                tokenizer)
+        prior = lexical_prior * lexical[order] / max(float(lexical.max()), 1e-9)
     timings["rank"] = time.perf_counter() - clock
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
@@ -571,7 +584,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     clock = time.perf_counter()
     candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER,
                                  end_depends_on_start=getattr(model, "end_depends_on_start", True),
-                                 rank_windows=rank_windows)
+                                 rank_windows=rank_windows, window_prior=prior)
     answers = merge_candidates(candidates, text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock

@@ -65,6 +65,8 @@ def main(argv=None) -> None:
     parser.add_argument("--data", nargs="+", required=True)
     parser.add_argument("--windows", type=window_count, nargs="+", default=[1, 2, 3, 4, 5, 6, 8],
                         help="values of max_windows; 'all' reads every window (default: 1 2 3 4 5 6 8)")
+    parser.add_argument("--priors", type=float, nargs="+", default=[0.0],
+                        help="values of the reader's lexical_prior, each read with every --windows value (default 0)")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="write <file>-windows-<value>.json per value and print paired intervals")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of each file")
@@ -74,13 +76,15 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     model = RememberedWindows(optimize_for_cpu(load_qa_model(args.model), "auto", inplace=True))
     tokenizer = load_tokenizer()
-    values = sorted(dict.fromkeys(args.windows), key=lambda k: -1 if k is None else -k)  # largest first
+    largest_first = sorted(dict.fromkeys(args.windows), key=lambda k: -1 if k is None else -k)
+    values = [(k, prior) for k in largest_first for prior in args.priors]
+    shown = [(k, prior) for k in args.windows for prior in args.priors]
     for path in args.data:
         totals, n, started = dict.fromkeys(values, 0.0), 0, time.perf_counter()
         rows: dict = {k: [] for k in values}
 
         def line() -> str:
-            scores = " ".join(f"{label(k)}: {100 * totals[k] / n:.1f}" for k in args.windows)
+            scores = " ".join(f"{label(k)}: {100 * totals[k] / n:.1f}" for k in shown)
             return f"{Path(path).stem} | {n} questions | F1 by max_windows {scores} | {time.perf_counter() - started:.0f} s"
 
         for article in read_squad(path):
@@ -92,7 +96,7 @@ def main(argv=None) -> None:
                     answers, language = [a["text"] for a in qa["answers"]], metric_language(qa["question"])
                     for k in values:
                         reading = read(qa["question"], paragraph["context"], model=model, tokenizer=tokenizer,
-                                       tidy=tidy_answer_span, max_windows=k)
+                                       tidy=tidy_answer_span, max_windows=k[0], lexical_prior=k[1])
                         prediction = reading.answers[0].text if reading.answers else ""
                         f1 = best_scores(prediction, answers, language)[1]
                         totals[k] += f1
@@ -104,7 +108,7 @@ def main(argv=None) -> None:
                         print(line(), flush=True)
         print(line(), flush=True)
         if args.output_dir is not None:
-            write_predictions(args.output_dir, path, args.windows, rows)
+            write_predictions(args.output_dir, path, shown, rows)
 
 
 def window_count(value: str) -> int | None:
@@ -117,8 +121,10 @@ def window_count(value: str) -> int | None:
     return count
 
 
-def label(k: int | None) -> str:
-    return "all" if k is None else str(k)
+def label(value: tuple) -> str:
+    """'4' for (4, 0.0), 'all' for (None, 0.0), '4+prior1' for (4, 1.0)."""
+    k, prior = value
+    return ("all" if k is None else str(k)) + (f"+prior{prior:g}" if prior else "")
 
 
 def write_predictions(directory: Path, data: str, values: list, rows: dict) -> None:
@@ -126,7 +132,7 @@ def write_predictions(directory: Path, data: str, values: list, rows: dict) -> N
     directory.mkdir(parents=True, exist_ok=True)
     for k in values:
         f1s = [row["f1"] for row in rows[k]]
-        summary = {"data": str(data), "max_windows": label(k), "questions": len(f1s),
+        summary = {"data": str(data), "max_windows": label((k[0], 0.0)), "lexical_prior": k[1], "questions": len(f1s),
                    "f1": 100 * sum(f1s) / max(1, len(f1s))}
         target = directory / f"{Path(data).stem}-windows-{label(k)}.json"
         target.write_text(json.dumps({"summary": summary, "predictions": rows[k]}, ensure_ascii=False, indent=1))

@@ -133,6 +133,20 @@ def test_windows_are_ranked_by_normalised_starts_plus_their_answerable_logit():
     assert [a.probability for a in plain] == pytest.approx([a.probability for a in shifted])
 
 
+def test_a_lexical_prior_moves_the_choice_between_windows_by_its_weight():
+    text = "one two three four"
+    spans = np.array([[0, 3], [4, 7], [8, 13], [14, 18]])
+    end_logits = np.array([[[0.0]], [[0.0]]])
+    logits = WindowLogits(np.array([[0], [0]]), np.array([[4.0], [4.0]]), end_logits, np.array([1.0, 0.5]),
+                          np.array([4.0, 4.0]))
+    plain = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True)
+    assert [c.window for c in plain] == [0, 1]  # the model prefers window 0 by 0.5
+    small = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True, window_prior=np.array([0.0, 0.4]))
+    large = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True, window_prior=np.array([0.0, 0.6]))
+    assert [c.window for c in small] == [0, 1] and [c.window for c in large] == [1, 0]
+    assert large[0].score == pytest.approx(plain[1].score + 0.6)
+
+
 def test_run_windows_keeps_each_windows_start_log_sum_exp(tokenizer):
     model = tiny_model_for_tokenizer().eval()
     prefix = question_prefix(tokenize_questions(["How deep is Lake Baikal?"], tokenizer)[0], special_ids(tokenizer), 64)
