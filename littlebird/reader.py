@@ -49,6 +49,12 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # level from 4 to 8; each window costs ~0.5 s on 2 AVX2 cores (scripts/max_windows_sweep.py;
 # docs/training-log.md, 2026-11-27).
 DEFAULT_MAX_WINDOWS = 5
+# Of a document read in ranked windows, stop once this many windows are read and one of them is answerable with
+# at least DEFAULT_STOP_CONFIDENCE (the sigmoid of its answerable logit): a later, lower-ranked window then rarely
+# wins. Chosen on dev-en-article, where it reads 3.5 windows a question instead of 5 for the same F1
+# (docs/training-log.md, 2026-11-27).
+DEFAULT_STOP_CONFIDENCE = 0.9
+MIN_WINDOWS_BEFORE_STOP = 2
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 _CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
@@ -303,9 +309,11 @@ def _check(should_stop: Callable[[], bool] | None) -> None:
 def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, top_k_starts: int,
                 max_answer_length: int, batch_size: int = 1, deadline: float | None = None,
                 on_window: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None) -> WindowLogits:
+                should_stop: Callable[[], bool] | None = None,
+                enough: Callable[[WindowLogits], bool] | None = None) -> WindowLogits:
     """One forward per ``batch_size`` windows, stopping between batches once ``time.monotonic()``
-    passes ``deadline`` (the first batch always runs, so there is something to answer from).
+    passes ``deadline`` (the first batch always runs, so there is something to answer from), or
+    once ``enough(logits so far)`` says the windows read suffice.
 
     ``on_window(done, total)`` is called after each batch. The logits cover the windows read,
     the first ``len(answerable_logits)`` of ``input_ids``. ``should_stop()`` is asked before
@@ -318,6 +326,8 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
             _check(should_stop)
             if outputs and deadline is not None and time.monotonic() >= deadline:
                 break
+            if outputs and enough is not None and enough(_window_logits(outputs, normalizers)):
+                break
             out = model(input_ids=input_ids[first : first + batch_size].to(device),
                         attention_mask=attention_mask[first : first + batch_size].to(device),
                         top_k_starts=top_k_starts, max_answer_length=max_answer_length)
@@ -327,11 +337,27 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
             normalizers.append(torch.logsumexp(every_start.float(), dim=-1))
             if on_window is not None:
                 on_window(min(first + batch_size, len(input_ids)), len(input_ids))
+    return _window_logits(outputs, normalizers)
+
+
+def _window_logits(outputs: list, normalizers: list) -> WindowLogits:
+    """The numpy WindowLogits of the model outputs collected so far."""
     indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
     # bf16 logits have no numpy type; float32 is exact for them.
     return WindowLogits(indices.numpy(), impossible_as_minus_infinity(starts.float().numpy()),
                         impossible_as_minus_infinity(ends.float().numpy()), answerable.float().numpy(),
                         torch.cat(normalizers).cpu().numpy())
+
+
+def confident_enough(logits: WindowLogits, stop_confidence: float) -> bool:
+    """True once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read and one is answerable with at least
+    ``stop_confidence``: the reader's rule for leaving the rest of the ranked windows unread."""
+    answerable = logits.answerable_logits
+    if len(answerable) < MIN_WINDOWS_BEFORE_STOP:
+        return False
+    # sigmoid(a) >= p  <=>  a >= log(p / (1 - p)): no overflow for any logit
+    needed = math.inf if stop_confidence >= 1.0 else math.log(stop_confidence / (1.0 - stop_confidence))
+    return bool(float(np.max(answerable)) >= needed)
 
 
 def impossible_as_minus_infinity(logits: np.ndarray) -> np.ndarray:
@@ -455,6 +481,7 @@ class Reading:
     attention: Any = None  # what ``attention_summary`` made of the best answer's window
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
     note: str | None = None  # a sentence for the user when only part of the document was read
+    stopped_confident: bool = False  # the ranked windows left unread because one read was answerable enough
 
     @property
     def n_windows(self) -> int:
@@ -477,6 +504,10 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
     if timed_out:
         return (f"{what}: the time for one question ({time_budget:g} s) ran out. The windows were read in the order "
                 "of how well their words match the question, so the answer may still be in the rest.")
+    if reading.stopped_confident:
+        return (f"{what}: the parts whose words best match the question, best first; the model stopped once it "
+                "found a part it judged to hold the answer. The answer may be elsewhere; a question that repeats "
+                "the document's own words finds its part best.")
     return (f"{what}: the parts whose words best match the question. The answer may be elsewhere; "
             "a question that repeats the document's own words finds its part best.")
 
@@ -509,7 +540,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
          time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
-         max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0) -> Reading:
+         max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
+         stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -536,6 +568,10 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
     so a question nobody waits for any more frees the machine after the window in progress.
 
+    ``stop_confidence``: with ``rank_windows`` and ``max_windows``, once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read
+    and one of them has an answerable probability of at least ``stop_confidence``, the rest of the
+    ranked windows are not read (``Reading.stopped_confident``; None: read all ``max_windows``).
+
     ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
     answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
     ``lexical_prior``: with ``rank_windows``, add ``lexical_prior`` times each window's first-pass
@@ -543,10 +579,12 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     count in the choice among windows too (0: the model's choice alone).
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
-            or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1):
+            or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
+            or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0):
         raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
-                         f"top_k_starts >= 1, max_windows >= 1 or None; got {max_length}, {stride}, {n_best}, "
-                         f"{max_answer_length}, {top_k_starts}, {max_windows}")
+                         f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None; got "
+                         f"{max_length}, {stride}, {n_best}, {max_answer_length}, {top_k_starts}, {max_windows}, "
+                         f"{stop_confidence}")
     clock = time.perf_counter()
     deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
     max_length = window_length(model, max_length)
@@ -575,9 +613,12 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     timings["rank"] = time.perf_counter() - clock
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
+    enough = None
+    if stop_confidence is not None and rank_windows and max_windows is not None:
+        enough = lambda so_far: confident_enough(so_far, stop_confidence)  # noqa: E731
     logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
                          max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
-                         deadline=deadline, on_window=on_window, should_stop=should_stop)
+                         deadline=deadline, on_window=on_window, should_stop=should_stop, enough=enough)
     timings["model"] = time.perf_counter() - clock
     planned, starts = len(every_start), starts[: len(logits.answerable_logits)]
 
@@ -588,10 +629,13 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     answers = merge_candidates(candidates, text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
+    confident = enough is not None and len(starts) < len(order) and confident_enough(logits, stop_confidence)
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
-                      [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned)
+                      [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
+                      stopped_confident=confident)
     if len(starts) < planned:
-        reading.note = reading_note(reading, timed_out=len(starts) < len(order), time_budget=time_budget)
+        reading.note = reading_note(reading, timed_out=len(starts) < len(order) and not confident,
+                                    time_budget=time_budget)
     if attention_summary is not None:
         _check(should_stop)
         clock = time.perf_counter()

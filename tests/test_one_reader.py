@@ -21,6 +21,7 @@ from app.qa import answer_question
 from app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
+from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_STOP
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "littlebird-qa"
@@ -117,3 +118,22 @@ def test_app_and_evaluation_agree_on_the_shipped_checkpoint(tmp_path):
     document, question = example_document()
     app = assert_same_span(document, question, load_qa_model(CHECKPOINT), tmp_path)
     assert app.text.strip() and app.text == document.text[app.start : app.end]
+
+
+def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_told_not_to(tmp_path):
+    document, question = example_document()
+    data = squad_file(tmp_path / "one.json", document.model_text, question)
+    checkpoint = tmp_path / "sure"
+    model_answerable_at(0.95).save_pretrained(checkpoint)  # every window answerable with 0.95
+    qa_tokenizer().save_pretrained(checkpoint)
+    windows_read = {}
+    for stop in ("0.9", "none"):
+        output = tmp_path / f"stop-{stop}.json"
+        summary = evaluation.main(["--model", str(checkpoint), "--data", str(data), "--max-length", "128",
+                                   "--stop-confidence", stop, "--output", str(output)])
+        [row] = json.loads(output.read_text())["predictions"]
+        windows_read[stop] = row["n_windows"]
+        assert summary["stop_confidence"] == (None if stop == "none" else 0.9)
+    assert windows_read == {"0.9": MIN_WINDOWS_BEFORE_STOP, "none": DEFAULT_MAX_WINDOWS}
+    result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(), max_length=128)
+    assert result.n_windows == MIN_WINDOWS_BEFORE_STOP < result.windows_planned  # the app's default rule is the CLI's

@@ -14,8 +14,10 @@ from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
     MAX_QUESTION_TOKENS,
     Candidate,
+    MIN_WINDOWS_BEFORE_STOP,
     ReadingStopped,
     WindowLogits,
+    confident_enough,
     build_windows,
     end_log_probabilities,
     merge_candidates,
@@ -31,7 +33,7 @@ from littlebird.reader import (
     window_starts,
 )
 from littlebird.training.teacher_model import TeacherForQuestionAnswering
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 TEXT = ("Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
         "세종대왕이 훈민정음을 1443년에 만들었다. ") * 12
@@ -237,6 +239,45 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     assert cut.note.startswith(f"Read 1 of {full.n_windows} windows ({read_tokens:,} of {full.n_tokens:,} tokens)")
     assert "the time for one question (0 s) ran out" in cut.note
     assert cut.answers and all(a.window == 0 and a.end <= len(TEXT) for a in cut.answers)
+
+
+def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokenizer):
+    question = "How deep is Lake Baikal?"
+    sure = CountingModel(model_answerable_at(0.95))
+    options = dict(model=sure, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5)
+    stopped = read(question, TEXT, stop_confidence=0.9, **options)
+    assert sure.windows == MIN_WINDOWS_BEFORE_STOP == stopped.n_windows < stopped.windows_planned
+    assert stopped.stopped_confident and "stopped once it found a part it judged to hold the answer" in stopped.note
+    assert stopped.note.startswith(f"Read 2 of {stopped.windows_planned} windows")
+    # the same answers as reading those two windows on purpose: stopping changes how many, not how they decode
+    two = read(question, TEXT, stop_confidence=None, **{**options, "max_windows": 2})
+    assert stopped.answers == two.answers and stopped.window_token_spans == two.window_token_spans
+    assert not two.stopped_confident and "stopped once" not in two.note
+
+    sure.windows = 0
+    everything = read(question, TEXT, stop_confidence=None, **options)
+    assert sure.windows == everything.n_windows == 5 and not everything.stopped_confident
+    sure.windows = 0  # "every window" reads every window, confident or not
+    every = read(question, TEXT, stop_confidence=0.9, **{**options, "max_windows": None})
+    assert sure.windows == every.n_windows == every.windows_planned > 5
+
+    unsure = CountingModel(model_answerable_at(0.8))
+    below = read(question, TEXT, stop_confidence=0.9, **{**options, "model": unsure})
+    assert unsure.windows == below.n_windows == 5 and not below.stopped_confident
+
+
+def test_the_stop_rule_needs_two_windows_and_never_overflows():
+    def logits(answerable):
+        w = len(answerable)
+        return WindowLogits(np.zeros((w, 1), dtype=np.int64), np.zeros((w, 1)), np.zeros((w, 1, 1)),
+                            np.asarray(answerable, dtype=np.float32))
+
+    assert not confident_enough(logits([50.0]), 0.9)  # one window is never enough
+    assert confident_enough(logits([-3.0, 2.2]), 0.9) and not confident_enough(logits([-3.0, 2.1]), 0.9)  # logit 2.197
+    assert not confident_enough(logits([-1e30, -1e30]), 0.5) and confident_enough(logits([1e30, 0.0]), 0.999)
+    assert not confident_enough(logits([1e30, 1e30]), 1.0)  # certainty is never reached
+    with pytest.raises(ValueError, match="stop_confidence"):
+        read("q?", TEXT, model=None, tokenizer=None, stop_confidence=0.0)
 
 
 def test_should_stop_ends_the_reading_between_windows(tokenizer):
