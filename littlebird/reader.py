@@ -49,12 +49,16 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # level from 4 to 8; each window costs ~0.5 s on 2 AVX2 cores (scripts/max_windows_sweep.py;
 # docs/training-log.md, 2026-11-27).
 DEFAULT_MAX_WINDOWS = 5
-# Of a document read in ranked windows, stop once this many windows are read and one of them is answerable with
-# at least DEFAULT_STOP_CONFIDENCE (the sigmoid of its answerable logit): a later, lower-ranked window then rarely
-# wins. Chosen on dev-en-article, where it reads 3.5 windows a question instead of 5 for the same F1
-# (docs/training-log.md, 2026-11-27).
+# Of a document read in ranked windows, stop once MIN_WINDOWS_BEFORE_STOP windows are read and one of them is
+# answerable with at least DEFAULT_STOP_CONFIDENCE (the sigmoid of its answerable logit): a later, lower-ranked
+# window then rarely wins. Stop too once MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with
+# DEFAULT_GIVE_UP_BELOW: the best-matching parts show no sign of the answer. Chosen on the dev articles, where
+# the windows read fell from 5 to 3.4 a question (English) and from 4.3 to 2.3 (Korean) with every answer the
+# same (docs/training-log.md, 2026-11-27).
 DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
+DEFAULT_GIVE_UP_BELOW = 0.05
+MIN_WINDOWS_BEFORE_GIVING_UP = 3
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 _CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
@@ -349,15 +353,41 @@ def _window_logits(outputs: list, normalizers: list) -> WindowLogits:
                         torch.cat(normalizers).cpu().numpy())
 
 
+def stop_reason(logits: WindowLogits, stop_confidence: float | None, give_up_below: float | None) -> str | None:
+    """Why the windows read so far suffice: "found" (:func:`confident_enough`), "nothing found"
+    (:func:`nothing_found`), or None: read on."""
+    if stop_confidence is not None and confident_enough(logits, stop_confidence):
+        return "found"
+    if give_up_below is not None and nothing_found(logits, give_up_below):
+        return "nothing found"
+    return None
+
+
 def confident_enough(logits: WindowLogits, stop_confidence: float) -> bool:
     """True once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read and one is answerable with at least
     ``stop_confidence``: the reader's rule for leaving the rest of the ranked windows unread."""
     answerable = logits.answerable_logits
     if len(answerable) < MIN_WINDOWS_BEFORE_STOP:
         return False
-    # sigmoid(a) >= p  <=>  a >= log(p / (1 - p)): no overflow for any logit
-    needed = math.inf if stop_confidence >= 1.0 else math.log(stop_confidence / (1.0 - stop_confidence))
-    return bool(float(np.max(answerable)) >= needed)
+    return bool(float(np.max(answerable)) >= _logit(stop_confidence))
+
+
+def nothing_found(logits: WindowLogits, give_up_below: float) -> bool:
+    """True once :data:`MIN_WINDOWS_BEFORE_GIVING_UP` windows are read and none is answerable with
+    ``give_up_below``: the best-ranked parts show no sign of the answer, so the rest is not read."""
+    answerable = logits.answerable_logits
+    if len(answerable) < MIN_WINDOWS_BEFORE_GIVING_UP:
+        return False
+    return bool(float(np.max(answerable)) < _logit(give_up_below))
+
+
+def _logit(p: float) -> float:
+    """log(p / (1 - p)), infinite at 0 and 1: sigmoid(a) >= p  <=>  a >= _logit(p), with no overflow."""
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return math.log(p / (1.0 - p))
 
 
 def impossible_as_minus_infinity(logits: np.ndarray) -> np.ndarray:
@@ -481,7 +511,7 @@ class Reading:
     attention: Any = None  # what ``attention_summary`` made of the best answer's window
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
     note: str | None = None  # a sentence for the user when only part of the document was read
-    stopped_confident: bool = False  # the ranked windows left unread because one read was answerable enough
+    stopped: str | None = None  # why ranked windows were left unread: "found" or "nothing found" (see read)
 
     @property
     def n_windows(self) -> int:
@@ -504,9 +534,13 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
     if timed_out:
         return (f"{what}: the time for one question ({time_budget:g} s) ran out. The windows were read in the order "
                 "of how well their words match the question, so the answer may still be in the rest.")
-    if reading.stopped_confident:
+    if reading.stopped == "found":
         return (f"{what}: the parts whose words best match the question, best first; the model stopped once it "
                 "found a part it judged to hold the answer. The answer may be elsewhere; a question that repeats "
+                "the document's own words finds its part best.")
+    if reading.stopped == "nothing found":
+        return (f"{what}: the parts whose words best match the question, best first; the model stopped when "
+                "none of them seemed to hold the answer. The answer may be elsewhere; a question that repeats "
                 "the document's own words finds its part best.")
     return (f"{what}: the parts whose words best match the question. The answer may be elsewhere; "
             "a question that repeats the document's own words finds its part best.")
@@ -541,7 +575,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
          max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
-         stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE) -> Reading:
+         stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
+         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -568,9 +603,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
     so a question nobody waits for any more frees the machine after the window in progress.
 
-    ``stop_confidence``: with ``rank_windows`` and ``max_windows``, once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read
-    and one of them has an answerable probability of at least ``stop_confidence``, the rest of the
-    ranked windows are not read (``Reading.stopped_confident``; None: read all ``max_windows``).
+    ``stop_confidence``, ``give_up_below``: with ``rank_windows`` and ``max_windows``, the rest of the
+    ranked windows are not read once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read and one of them is
+    answerable with at least ``stop_confidence`` (``Reading.stopped`` "found"), or once
+    :data:`MIN_WINDOWS_BEFORE_GIVING_UP` are read and none is answerable with ``give_up_below``
+    ("nothing found"). None turns a rule off; with both off the reader reads all ``max_windows``.
 
     ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
     answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
@@ -580,11 +617,12 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
-            or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0):
+            or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0) \
+            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0):
         raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
-                         f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None; got "
-                         f"{max_length}, {stride}, {n_best}, {max_answer_length}, {top_k_starts}, {max_windows}, "
-                         f"{stop_confidence}")
+                         f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None, "
+                         f"0 <= give_up_below < 1 or None; got {max_length}, {stride}, {n_best}, {max_answer_length}, "
+                         f"{top_k_starts}, {max_windows}, {stop_confidence}, {give_up_below}")
     clock = time.perf_counter()
     deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
     max_length = window_length(model, max_length)
@@ -614,8 +652,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
     enough = None
-    if stop_confidence is not None and rank_windows and max_windows is not None:
-        enough = lambda so_far: confident_enough(so_far, stop_confidence)  # noqa: E731
+    if rank_windows and max_windows is not None and (stop_confidence is not None or give_up_below is not None):
+        enough = lambda so_far: stop_reason(so_far, stop_confidence, give_up_below) is not None  # noqa: E731
     logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
                          max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
                          deadline=deadline, on_window=on_window, should_stop=should_stop, enough=enough)
@@ -629,12 +667,14 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     answers = merge_candidates(candidates, text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
-    confident = enough is not None and len(starts) < len(order) and confident_enough(logits, stop_confidence)
+    stopped = None
+    if enough is not None and len(starts) < len(order):
+        stopped = stop_reason(logits, stop_confidence, give_up_below)
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
-                      stopped_confident=confident)
+                      stopped=stopped)
     if len(starts) < planned:
-        reading.note = reading_note(reading, timed_out=len(starts) < len(order) and not confident,
+        reading.note = reading_note(reading, timed_out=len(starts) < len(order) and stopped is None,
                                     time_budget=time_budget)
     if attention_summary is not None:
         _check(should_stop)

@@ -7,7 +7,8 @@ running mean F1 per value every ``--every`` questions and at the end of each fil
 every window (the reader without its first pass). With ``--output-dir``, each value's predictions
 are written in the evaluation CLI's ``--output`` format, and each value's F1 difference to the
 first value given comes with a 95% paired-bootstrap interval (``benchmarks/compare_conversions.py``).
-With ``--cache-dir``, every window's outputs are kept on disk, so a later run with other values
+``--stop-confidence`` and ``--give-up-below`` compare the reader's rules for reading fewer than
+``max_windows`` (see :func:`littlebird.reader.read`). With ``--cache-dir``, every window's outputs are kept on disk, so a later run with other values
 (or another reading rule of the reader) reads the windows already run from there.
 
     python scripts/max_windows_sweep.py --data runs/dev/dev-en-long.json runs/dev/dev-ko-long.json
@@ -103,6 +104,8 @@ def main(argv=None) -> None:
     parser.add_argument("--stop-confidence", type=confidence, nargs="+", default=[None],
                         help="values of the reader's stop_confidence ('none': read every one of max_windows; "
                              "default none, so --windows compares counts), each read with every --windows value")
+    parser.add_argument("--give-up-below", type=confidence, nargs="+", default=[None],
+                        help="values of the reader's give_up_below ('none': no stop when nothing is found; default none)")
     parser.add_argument("--output-dir", type=Path, default=None,
                         help="write <file>-windows-<value>.json per value and print paired intervals")
     parser.add_argument("--cache-dir", type=Path, default=None,
@@ -115,8 +118,9 @@ def main(argv=None) -> None:
     model = RememberedWindows(optimize_for_cpu(load_qa_model(args.model), "auto", inplace=True), args.cache_dir)
     tokenizer = load_tokenizer()
     largest_first = sorted(dict.fromkeys(args.windows), key=lambda k: -1 if k is None else -k)
-    values = [(k, prior, stop) for k in largest_first for prior in args.priors for stop in args.stop_confidence]
-    shown = [(k, prior, stop) for k in args.windows for prior in args.priors for stop in args.stop_confidence]
+    rules = [(prior, stop, low) for prior in args.priors for stop in args.stop_confidence for low in args.give_up_below]
+    values = [(k, *rule) for k in largest_first for rule in rules]
+    shown = [(k, *rule) for k in args.windows for rule in rules]
     for path in args.data:
         totals, n, started = dict.fromkeys(values, 0.0), 0, time.perf_counter()
         rows: dict = {k: [] for k in values}
@@ -136,7 +140,7 @@ def main(argv=None) -> None:
                     for k in values:
                         reading = read(qa["question"], paragraph["context"], model=model, tokenizer=tokenizer,
                                        tidy=tidy_answer_span, max_windows=k[0], lexical_prior=k[1],
-                                       stop_confidence=k[2])
+                                       stop_confidence=k[2], give_up_below=k[3])
                         prediction = reading.answers[0].text if reading.answers else ""
                         f1 = best_scores(prediction, answers, language)[1]
                         totals[k] += f1
@@ -162,20 +166,21 @@ def window_count(value: str) -> int | None:
 
 
 def confidence(value: str) -> float | None:
-    """A ``--stop-confidence`` value: a probability in (0, 1], or ``none`` (None: no early stop)."""
+    """A ``--stop-confidence`` or ``--give-up-below`` value: a probability, or ``none`` (None: the rule is off)."""
     if value == "none":
         return None
     p = float(value)
     if not 0.0 < p <= 1.0:
-        raise argparse.ArgumentTypeError(f"a stop confidence is in (0, 1] or 'none', got {value}")
+        raise argparse.ArgumentTypeError(f"a probability in (0, 1] or 'none', got {value}")
     return p
 
 
 def label(value: tuple) -> str:
-    """'4' for (4, 0.0, None), 'all' for (None, 0.0, None), '4+prior1' for (4, 1.0, None), '5+stop0.9' for
-    (5, 0.0, 0.9)."""
-    k, prior, stop = value
-    return ("all" if k is None else str(k)) + (f"+prior{prior:g}" if prior else "") + (f"+stop{stop:g}" if stop else "")
+    """(max_windows, lexical_prior, stop_confidence, give_up_below) as '4', 'all', '4+prior1', '5+stop0.9',
+    '5+stop0.9+low0.05'."""
+    k, prior, stop, low = value
+    return (("all" if k is None else str(k)) + (f"+prior{prior:g}" if prior else "") + (f"+stop{stop:g}" if stop else "")
+            + (f"+low{low:g}" if low else ""))
 
 
 def write_predictions(directory: Path, data: str, values: list, rows: dict) -> None:
@@ -183,8 +188,8 @@ def write_predictions(directory: Path, data: str, values: list, rows: dict) -> N
     directory.mkdir(parents=True, exist_ok=True)
     for k in values:
         f1s = [row["f1"] for row in rows[k]]
-        summary = {"data": str(data), "max_windows": label((k[0], 0.0, None)), "lexical_prior": k[1],
-                   "stop_confidence": k[2], "questions": len(f1s), "f1": 100 * sum(f1s) / max(1, len(f1s)),
+        summary = {"data": str(data), "max_windows": label((k[0], 0.0, None, None)), "lexical_prior": k[1],
+                   "stop_confidence": k[2], "give_up_below": k[3], "questions": len(f1s), "f1": 100 * sum(f1s) / max(1, len(f1s)),
                    "mean_windows": sum(row["n_windows"] for row in rows[k]) / max(1, len(f1s))}
         target = directory / f"{Path(data).stem}-windows-{label(k)}.json"
         target.write_text(json.dumps({"summary": summary, "predictions": rows[k]}, ensure_ascii=False, indent=1))

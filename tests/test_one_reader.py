@@ -21,7 +21,7 @@ from app.qa import answer_question
 from app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
-from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_STOP
+from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "littlebird-qa"
@@ -137,3 +137,14 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     assert windows_read == {"0.9": MIN_WINDOWS_BEFORE_STOP, "none": DEFAULT_MAX_WINDOWS}
     result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(), max_length=128)
     assert result.n_windows == MIN_WINDOWS_BEFORE_STOP < result.windows_planned  # the app's default rule is the CLI's
+
+    doubtful = tmp_path / "doubtful"
+    model_answerable_at(0.02).save_pretrained(doubtful)  # no window shows a sign of the answer
+    qa_tokenizer().save_pretrained(doubtful)
+    for low, expected in (("0.05", MIN_WINDOWS_BEFORE_GIVING_UP), ("none", DEFAULT_MAX_WINDOWS)):
+        output = tmp_path / f"low-{low}.json"
+        evaluation.main(["--model", str(doubtful), "--data", str(data), "--max-length", "128", "--give-up-below", low,
+                         "--output", str(output)])
+        assert json.loads(output.read_text())["predictions"][0]["n_windows"] == expected
+    result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(), max_length=128)
+    assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.message

@@ -14,10 +14,12 @@ from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
     MAX_QUESTION_TOKENS,
     Candidate,
+    MIN_WINDOWS_BEFORE_GIVING_UP,
     MIN_WINDOWS_BEFORE_STOP,
     ReadingStopped,
     WindowLogits,
     confident_enough,
+    nothing_found,
     build_windows,
     end_log_probabilities,
     merge_candidates,
@@ -247,26 +249,41 @@ def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokeniz
     options = dict(model=sure, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5)
     stopped = read(question, TEXT, stop_confidence=0.9, **options)
     assert sure.windows == MIN_WINDOWS_BEFORE_STOP == stopped.n_windows < stopped.windows_planned
-    assert stopped.stopped_confident and "stopped once it found a part it judged to hold the answer" in stopped.note
+    assert stopped.stopped == "found" and "stopped once it found a part it judged to hold the answer" in stopped.note
     assert stopped.note.startswith(f"Read 2 of {stopped.windows_planned} windows")
     # the same answers as reading those two windows on purpose: stopping changes how many, not how they decode
     two = read(question, TEXT, stop_confidence=None, **{**options, "max_windows": 2})
     assert stopped.answers == two.answers and stopped.window_token_spans == two.window_token_spans
-    assert not two.stopped_confident and "stopped once" not in two.note
+    assert two.stopped is None and "stopped once" not in two.note
 
     sure.windows = 0
     everything = read(question, TEXT, stop_confidence=None, **options)
-    assert sure.windows == everything.n_windows == 5 and not everything.stopped_confident
+    assert sure.windows == everything.n_windows == 5 and everything.stopped is None
     sure.windows = 0  # "every window" reads every window, confident or not
     every = read(question, TEXT, stop_confidence=0.9, **{**options, "max_windows": None})
     assert sure.windows == every.n_windows == every.windows_planned > 5
 
     unsure = CountingModel(model_answerable_at(0.8))
-    below = read(question, TEXT, stop_confidence=0.9, **{**options, "model": unsure})
-    assert unsure.windows == below.n_windows == 5 and not below.stopped_confident
+    below = read(question, TEXT, stop_confidence=0.9, give_up_below=0.05, **{**options, "model": unsure})
+    assert unsure.windows == below.n_windows == 5 and below.stopped is None
 
 
-def test_the_stop_rule_needs_two_windows_and_never_overflows():
+def test_best_windows_without_a_sign_of_the_answer_leave_the_rest_unread(tokenizer):
+    question = "How deep is Lake Baikal?"
+    doubtful = CountingModel(model_answerable_at(0.02))
+    options = dict(model=doubtful, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5)
+    given_up = read(question, TEXT, give_up_below=0.05, **options)
+    assert doubtful.windows == MIN_WINDOWS_BEFORE_GIVING_UP == given_up.n_windows < given_up.windows_planned
+    assert given_up.stopped == "nothing found" and "none of them seemed to hold the answer" in given_up.note
+    assert given_up.no_answer and given_up.answers  # "No answer found", with the guesses still listed
+    three = read(question, TEXT, give_up_below=None, **{**options, "max_windows": 3})
+    assert given_up.answers == three.answers and three.stopped is None
+    doubtful.windows = 0
+    on = read(question, TEXT, give_up_below=0.01, **options)  # 0.02 is a sign of an answer at this bar
+    assert doubtful.windows == on.n_windows == 5 and on.stopped is None
+
+
+def test_the_stop_rules_need_two_or_three_windows_and_never_overflow():
     def logits(answerable):
         w = len(answerable)
         return WindowLogits(np.zeros((w, 1), dtype=np.int64), np.zeros((w, 1)), np.zeros((w, 1, 1)),
@@ -276,8 +293,13 @@ def test_the_stop_rule_needs_two_windows_and_never_overflows():
     assert confident_enough(logits([-3.0, 2.2]), 0.9) and not confident_enough(logits([-3.0, 2.1]), 0.9)  # logit 2.197
     assert not confident_enough(logits([-1e30, -1e30]), 0.5) and confident_enough(logits([1e30, 0.0]), 0.999)
     assert not confident_enough(logits([1e30, 1e30]), 1.0)  # certainty is never reached
+    assert not nothing_found(logits([-9.0, -9.0]), 0.05) and nothing_found(logits([-9.0, -9.0, -2.95]), 0.05)
+    assert not nothing_found(logits([-9.0, -9.0, -2.94]), 0.05)  # logit(0.05) = -2.944
+    assert nothing_found(logits([-1e30] * 3), 0.05) and not nothing_found(logits([-1e30] * 3), 0.0)
     with pytest.raises(ValueError, match="stop_confidence"):
         read("q?", TEXT, model=None, tokenizer=None, stop_confidence=0.0)
+    with pytest.raises(ValueError, match="give_up_below"):
+        read("q?", TEXT, model=None, tokenizer=None, give_up_below=1.0)
 
 
 def test_should_stop_ends_the_reading_between_windows(tokenizer):

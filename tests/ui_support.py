@@ -105,7 +105,7 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
 
     The pause, taken where the reader reports a window, makes a short document take long enough
     to be stopped half way; the reader's own ``should_stop`` check follows it. A watched reading
-    reads all the windows it plans (no stop at a confident window), so it lasts as long as a test
+    reads all the windows it plans (no early stop, found or not), so it lasts as long as a test
     counts on whatever the tiny model's answerable head says.
     """
     from littlebird.reader import ReadingStopped, read
@@ -125,7 +125,8 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
                 report(done, total)
 
         try:
-            result = read(question, text, **{**options, "on_window": on_window, "stop_confidence": None})
+            result = read(question, text, **{**options, "on_window": on_window, "stop_confidence": None,
+                                               "give_up_below": None})
             reading.outcome = "answered"
             return result
         except ReadingStopped:
