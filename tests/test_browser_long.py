@@ -39,7 +39,8 @@ def test_a_100k_token_paste_is_answered_with_a_read_n_of_m_note(page):
     note = re.search(r"Read (\d+) of (\d+) windows \(([\d,]+) of ([\d,]+) tokens\)", card)
     assert note, card
     read, planned, _, total = (int(g.replace(",", "")) for g in note.groups())
-    assert read == DEFAULT_MAX_WINDOWS and planned > 90 and total > 95_000
+    # the best windows first, at most DEFAULT_MAX_WINDOWS: fewer once one is answerable (or three are not)
+    assert 2 <= read <= DEFAULT_MAX_WINDOWS and planned > 90 and total > 95_000
     assert page.locator("#lb-document mark.lb-best, #lb-document mark.lb-best-weak").count() >= 1
     stats = page.locator("#lb-stats").inner_text()
     assert f"{read} of {planned} windows read" in stats and "rank" in stats
