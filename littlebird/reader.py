@@ -44,17 +44,15 @@ from .window_ranking import reading_order, window_scores
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
 WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room for any answer (<= 30 tokens)
-# Windows the model reads of a long document: against reading every window, whole English articles lose
-# 1.3 F1 with 4, 0.8 with 5 and 0.1 with 6; Korean pages read as well with 3 as with all; the long files stay
-# level from 4 to 8; each window costs ~0.5 s on 2 AVX2 cores (scripts/max_windows_sweep.py;
-# docs/training-log.md, 2026-11-27).
-DEFAULT_MAX_WINDOWS = 5
-# Of a document read in ranked windows, stop once MIN_WINDOWS_BEFORE_STOP windows are read and one of them is
-# answerable with at least DEFAULT_STOP_CONFIDENCE (the sigmoid of its answerable logit): a later, lower-ranked
-# window then rarely wins. Stop too once MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with
-# DEFAULT_GIVE_UP_BELOW: the best-matching parts show no sign of the answer. Chosen on the dev articles, where
-# the windows read fell from 5 to 3.4 a question (English) and from 4.3 to 2.3 (Korean) with every answer the
-# same (docs/training-log.md, 2026-11-27).
+# Windows the model reads of a long document, at most, best-ranked first, and when it stops before them: once
+# MIN_WINDOWS_BEFORE_STOP windows are read and one of them is answerable with at least DEFAULT_STOP_CONFIDENCE
+# (the sigmoid of its answerable logit; a later, lower-ranked window then rarely wins), or once
+# MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with DEFAULT_GIVE_UP_BELOW (the best-matching
+# parts show no sign of the answer, as most windows of an unrelated article). Against reading every window
+# (scripts/max_windows_sweep.py; docs/training-log.md, 2026-11-27), up to 10 with both rules reads 5.1 windows
+# a question on whole English articles for +0.2 F1, 2.3 on Korean pages and 5.3 on the long English file for
+# the same F1; the best 5 without them read 5 for -0.8 and -2.0. A window costs 0.3-0.55 s on 2 cores.
+DEFAULT_MAX_WINDOWS = 10
 DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
 DEFAULT_GIVE_UP_BELOW = 0.05
