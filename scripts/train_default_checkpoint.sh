@@ -149,3 +149,13 @@ done
 python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable,near-miss}.json
 python -m littlebird.evaluation --report "$RUNS"/eval/student-dev-{en,ko}-{paragraph,article,unanswerable,near-miss}.json \
   --thresholds 0.1 0.2 0.3 0.5 0.7 0.9
+
+# A candidate trained into folders of its own (OUT elsewhere than the shipped checkpoint): it against the
+# shipped one on the four leading dev files, with paired intervals; it ships only if ahead on all four.
+if [ "$(realpath "$OUT")" != "$(realpath assets/littlebird-qa)" ]; then
+  mkdir -p "$RUNS/compare"
+  for file in dev-en-paragraph dev-ko-paragraph dev-en-article; do   # same files, same reader: reuse them
+    [ -f "$RUNS/compare/candidate-$file.json" ] || cp "$RUNS/eval/student-$file.json" "$RUNS/compare/candidate-$file.json"
+  done
+  DEV="$RUNS/dev" DATA="$DATA" scripts/compare_to_shipped.sh "$OUT" "$RUNS/compare"
+fi

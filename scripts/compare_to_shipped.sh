@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Does a candidate checkpoint beat the shipped one? Both through the served reader (the evaluation CLI) on
+# the four dev files the model card leads with (paragraphs and articles/pages, English and Korean, 200
+# questions each), then per file the F1 difference with its 95% paired-bootstrap interval
+# (benchmarks/compare_conversions.py) and a last line saying whether the candidate is ahead on all four.
+#
+#   scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
+#
+# RESULTS_DIR (default runs/compare) keeps each result file; a file already there is not computed again, so
+# the command resumes. DEV (default runs/dev) holds the dev files; they are written first if missing. About
+# an hour of 2 cores for both models; THREADS sets the evaluation's threads (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CANDIDATE=${1:?usage: scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]}
+RESULTS=${2:-runs/compare}; DEV=${DEV:-runs/dev}; DATA=${DATA:-../shared/data}; THREADS=${THREADS:-2}
+SHIPPED=${SHIPPED:-assets/littlebird-qa}; PY=${PYTHON:-python}
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
+FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article"
+[ -f "$DEV/dev-ko-article.json" ] || $PY -m littlebird.training.data --data-dir "$DATA" --output-dir "$DEV" \
+  --max-questions 200 --ko-passages-per-document 6
+mkdir -p "$RESULTS"
+for name in shipped candidate; do
+  model=$SHIPPED; [ $name = candidate ] && model=$CANDIDATE
+  for file in $FILES; do
+    result=$RESULTS/$name-$file.json
+    [ -f "$result" ] || $PY -m littlebird.evaluation --model "$model" --data "$DEV/$file.json" \
+      --threads "$THREADS" --output "$result" > "$RESULTS/$name-$file.log"
+  done
+done
+$PY - "$RESULTS" $FILES <<'PY'
+import sys
+from pathlib import Path
+
+from benchmarks.compare_conversions import paired_bootstrap, pooled_f1, read_predictions
+
+results, files = Path(sys.argv[1]), sys.argv[2:]
+print("| dev file | questions | shipped F1 | candidate F1 | difference (95% CI) |")
+print("|---|---:|---:|---:|---|")
+ahead = True
+for name in files:
+    shipped = read_predictions([results / f"shipped-{name}.json"])
+    candidate = read_predictions([results / f"candidate-{name}.json"])
+    n, difference, low, high = paired_bootstrap(shipped, candidate)
+    ahead &= difference > 0
+    print(f"| {name} | {n} | {pooled_f1(shipped)['all'][1]:.1f} | {pooled_f1(candidate)['all'][1]:.1f} | "
+          f"{difference:+.1f} ({low:+.1f}, {high:+.1f}) |")
+print(f"candidate ahead on all {len(files)} files: {'yes' if ahead else 'no'}")
+PY
