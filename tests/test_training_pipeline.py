@@ -207,6 +207,24 @@ def test_stop_at_step_ends_early_on_the_longer_schedule(recipe, tmp_path):
     assert torch.load(tmp_path / "stopped" / STATE_FILE, weights_only=False)["step"] == 4
 
 
+def test_a_rerun_with_a_longer_plan_trains_on_the_new_schedule(recipe, tmp_path):
+    # how the recipe's longest distillation went on to one pass: the same stage rerun with a larger --max-steps
+    run_dir = tmp_path / "raised"
+    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
+            "--max-length", "48", *COMMON]
+    teacher.main([*args, "--max-steps", "2"])  # a schedule that has reached rate zero
+    before = torch.load(run_dir / STATE_FILE, weights_only=False)
+    assert before["scheduler"]["_last_lr"][0] == 0.0
+    teacher.main([*args, "--max-steps", "4", "--stop-at-step", "3"])
+    after = torch.load(run_dir / STATE_FILE, weights_only=False)
+    # step 3 of a 4-step linear decay leaves a quarter of the peak rate; the 2-step schedule would leave none ...
+    assert after["step"] == 3 and after["scheduler"]["_last_lr"][0] == pytest.approx(0.25e-3)
+    assert after["scheduler"]["lr_lambdas"][0]["total_steps"] == 4
+    # ... and step 3 itself ran at half the peak rate, so it moved the weights (at rate zero AdamW leaves them)
+    assert any(not torch.equal(before["trainable"][k], after["trainable"][k]) for k in before["trainable"])
+    assert any("the schedule now ends at step 4 instead of 2" in line for line in log_lines(run_dir))
+
+
 @pytest.mark.parametrize("last_step, runs", [(2, False), (3, True)])
 def test_in_chunks_stops_at_a_stopped_runs_last_step(tmp_path, last_step, runs):
     (tmp_path / "summary.json").write_text(json.dumps({"step": 2, "total_steps": 4, "last_step": last_step}))

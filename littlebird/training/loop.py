@@ -8,7 +8,8 @@ shard of every batch). A run is:
   ``--stop-at-step`` stops at a given step of the ``--max-steps`` schedule (how a recipe replays a run
   whose model was taken before its schedule ended);
 - resumable: ``state.pt`` (trainable weights, optimizer, schedule, step) is written every
-  ``--save-minutes`` and at the end; rerunning the command continues from it;
+  ``--save-minutes`` and at the end; rerunning the command continues from it, and a rerun with
+  another ``--max-steps`` / ``--epochs`` continues on that plan's schedule;
 - logged: one line per ``--log-every`` optimizer steps in ``<output-dir>/log.txt``;
 - cheap per feature: batches of similar length (``--group-by-length``), and bf16 autocast where
   the hardware multiplies bf16 natively (``--mixed-precision auto``).
@@ -248,6 +249,17 @@ class TrainingRun:
         self.step = state["step"]
         if state.get("planned_steps") == self.planned_steps != state["total_steps"]:  # fitted by --schedule-minutes
             self.refit(state["total_steps"])
+        elif getattr(self.scheduler.lr_lambdas[0], "total_steps", self.total_steps) != self.total_steps:
+            # A new plan (--max-steps / --epochs changed on the rerun, as the recipe raises a schedule part-way):
+            # the restored schedule would still end at the old plan's step and train at rate zero after it.
+            self.log(f"the schedule now ends at step {self.total_steps} instead of "
+                     f"{self.scheduler.lr_lambdas[0].total_steps} (a new --max-steps / --epochs)")
+            self.refit(self.total_steps)
+            self.scheduler.last_epoch = self.step  # the rate of this step on the new schedule, from the next step on
+            for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,
+                                           self.scheduler.lr_lambdas):
+                group["lr"] = base * factor(self.step)
+            self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
         self.log(f"resumed from {state_path} at step {self.step}")
 
     def save_state(self) -> None:
