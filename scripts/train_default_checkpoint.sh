@@ -7,9 +7,10 @@
 #
 # Each stage resumes from runs/<stage>/state.pt when rerun, logs to runs/<stage>/log.txt, and keeps a
 # snapshot of its model at every save (runs/<stage>/snapshots: scripts/learning_curve.py scores them).
-# --max-steps and --epochs fix each learning-rate schedule, so a rerun replays the shipped checkpoint's. The time
-# boxes (--max-minutes, and the first argument of scripts/in_chunks.sh) are sized for 2 CPU cores with bf16
-# units, about 19 hours in all; SCALE multiplies them for slower hardware. Training uses bf16 autocast where
+# --max-steps and --epochs fix each learning-rate schedule, so a rerun replays the shipped checkpoint's; where
+# the shipped run's time box ended a stage before its schedule did (stages 3 and 4), --stop-at-step ends it at
+# the same step. The time boxes (--max-minutes, and the first argument of scripts/in_chunks.sh) are sized for 2
+# CPU cores with bf16 units, about 19 hours in all; SCALE multiplies them for slower hardware. Training uses bf16 autocast where
 # the CPU or GPU multiplies bf16 natively (--mixed-precision auto), fp32 elsewhere. The model card's Training
 # table lists the stages; docs/training-log.md says what each gave and what else was tried.
 set -euo pipefail
@@ -60,16 +61,16 @@ $LAUNCH -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DAT
 #    1,024-token window per question around its answer, Padding Insertion.
 $LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/c1-distill/model" --data-dir "$DATA" \
   --output-dir "$RUNS/c1-long" --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 \
-  --batch-size 8 --lr 5e-5 --max-steps 90 --max-minutes "$(minutes 8)" --save-minutes 4 --log-every 5 \
+  --batch-size 8 --lr 5e-5 --max-steps 90 --stop-at-step 63 --max-minutes "$(minutes 12)" --save-minutes 4 --log-every 5 \
   --seed 14 --snapshots
 
 # 4. Gold-label fine-tuning of the student on paragraph windows (no teacher forward pass, about 3 s per step
 #    of 16 on 2 cores with bf16): 36,000 English questions of another draw (seed 31) + all Korean, with
 #    Padding Insertion, in processes of at most 20 minutes.
-scripts/in_chunks.sh "$(minutes 100)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
+scripts/in_chunks.sh "$(minutes 120)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
-  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --save-minutes 4 \
+  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --stop-at-step 1547 --save-minutes 4 \
   --log-every 10 --seed 31 --snapshots
 
 # 5. Fine-tuning again, on 40,000 English questions of another draw (seed 41) + all Korean.
