@@ -114,8 +114,12 @@ distill_round6() {
     --output-dir "$RUNS/c9-distill" --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 \
     --batch-size 16 --lr 5e-5 --save-minutes 5 --log-every 10 --seed 81 --snapshots --attention-weight 0 "$@"
 }
-distill_round6 --max-steps 640
-rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
+c9_step=$(python -c "import sys, torch; print(torch.load(sys.argv[1], map_location='cpu', weights_only=False)['step'])" \
+  "$RUNS/c9-distill/state.pt" 2>/dev/null || echo 0)
+if [ "$c9_step" -lt 640 ]; then   # a rerun past step 640 goes straight on with the longer schedule
+  distill_round6 --max-steps 640
+  rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
+fi
 distill_round6 --max-steps 5354
 
 # Stage 9's student in fp16 without word embeddings, as the next stage starts from it.
