@@ -255,8 +255,7 @@ class TrainingRun:
             self.log(f"the schedule now ends at step {self.total_steps} instead of "
                      f"{self.scheduler.lr_lambdas[0].total_steps} (a new --max-steps / --epochs)")
             self.refit(self.total_steps)
-            self.scheduler.last_epoch = self.step  # the rate of this step on the new schedule, from the next step on
-            for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,
+            for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,  # this step's rate
                                            self.scheduler.lr_lambdas):
                 group["lr"] = base * factor(self.step)
             self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
