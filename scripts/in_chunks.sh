@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run a training stage in chunks of CHUNK minutes until it finishes or TOTAL minutes are spent:
+# Run a training stage in chunks of CHUNK minutes until it finishes (exit 0) or TOTAL minutes are spent
+# before it does (exit 2: a rerun resumes it, so a stage never silently ends short of its last step):
 #
 #   scripts/in_chunks.sh TOTAL CHUNK OUTPUT_DIR python -m littlebird.training.distill ... --output-dir OUTPUT_DIR
 #
@@ -21,7 +22,10 @@ sys.exit(0 if s["step"] >= s.get("last_step", s["total_steps"]) else 1)
 PY
   then echo "in_chunks: $out finished"; break; fi
   left=$(( total - ($(date +%s) - start) / 60 ))
-  if [ "$left" -le 1 ]; then echo "in_chunks: $total minutes spent"; break; fi
+  if [ "$left" -le 1 ]; then
+    echo "in_chunks: $total minutes spent before $out reached its last step; rerun to resume it" >&2
+    exit 2
+  fi
   this=$(( left < chunk ? left : chunk ))
   if ! "$@" --max-minutes "$this"; then
     failures=$((failures + 1))

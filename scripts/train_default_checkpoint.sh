@@ -9,8 +9,10 @@
 # snapshot of its model at every save (runs/<stage>/snapshots: scripts/learning_curve.py scores them).
 # --max-steps and --epochs fix each learning-rate schedule, so a rerun replays the shipped checkpoint's; where
 # the shipped run's time box ended a stage before its schedule did (stages 3 and 4), --stop-at-step ends it at
-# the same step. The time boxes (--max-minutes, and the first argument of scripts/in_chunks.sh) are sized for 2
-# CPU cores with bf16 units, about 19 hours in all; SCALE multiplies them for slower hardware. Training uses bf16 autocast where
+# the same step. Every stage runs through scripts/in_chunks.sh, whose first argument is its time box: about
+# 1.5-2 times what the stage took on 2 CPU cores with bf16 units (about 19 hours for all of them). A stage still
+# short of its last step when its box runs out stops this script (exit 2) instead of handing a shorter run to
+# the next stage; rerunning resumes it. SCALE multiplies the boxes for slower hardware. Training uses bf16 autocast where
 # the CPU or GPU multiplies bf16 natively (--mixed-precision auto), fp32 elsewhere. The model card's Training
 # table lists the stages; docs/training-log.md says what each gave and what else was tried.
 set -euo pipefail
@@ -43,38 +45,41 @@ fi
 
 # 1. Teacher: e5-small, full attention, 384-token windows (stride 128), word embeddings, embeddings and the
 #    lowest 3 layers frozen (no backward below layer 3), batches grouped by length.
-$LAUNCH -m littlebird.training.teacher --data-dir "$DATA" --output-dir "$RUNS/c1-teacher" \
+scripts/in_chunks.sh "$(minutes 150)" 30 "$RUNS/c1-teacher" $LAUNCH -m littlebird.training.teacher \
+  --data-dir "$DATA" --output-dir "$RUNS/c1-teacher" \
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
-  --batch-size 32 --lr 1e-4 --freeze-layers 3 --epochs 1 --max-minutes "$(minutes 105)" --save-minutes 10 \
+  --batch-size 32 --lr 1e-4 --freeze-layers 3 --epochs 1 --save-minutes 10 \
   --log-every 20 --seed 11 --snapshots ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
 TEACHER="$RUNS/c1-teacher/model"
 
 # 2. Student: all 12 of the teacher's layers as LittleBird (so distillation starts from the teacher's own
 #    weights), distilled on 384-token inputs with Padding Insertion.
-$LAUNCH -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DATA" --output-dir "$RUNS/c1-distill" \
+scripts/in_chunks.sh "$(minutes 80)" 20 "$RUNS/c1-distill" $LAUNCH -m littlebird.training.distill \
+  --teacher-dir "$TEACHER" --data-dir "$DATA" --output-dir "$RUNS/c1-distill" \
   --num-layers 12 --max-en-questions "$STUDENT_EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
   --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 1e-4 \
-  --max-steps 400 --max-minutes "$(minutes 36)" --save-minutes 8 --log-every 10 --seed 13 --snapshots \
+  --max-steps 400 --save-minutes 8 --log-every 10 --seed 13 --snapshots \
   --attention-weight 0
 
 # 3. Long inputs, no teacher: whole SQuAD articles / multi-passage Korean pages, half as HTML, one
 #    1,024-token window per question around its answer, Padding Insertion.
-$LAUNCH -m littlebird.training.long_context --student-dir "$RUNS/c1-distill/model" --data-dir "$DATA" \
+scripts/in_chunks.sh "$(minutes 30)" 30 "$RUNS/c1-long" $LAUNCH -m littlebird.training.long_context \
+  --student-dir "$RUNS/c1-distill/model" --data-dir "$DATA" \
   --output-dir "$RUNS/c1-long" --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 \
-  --batch-size 8 --lr 5e-5 --max-steps 90 --stop-at-step 63 --max-minutes "$(minutes 12)" --save-minutes 4 --log-every 5 \
+  --batch-size 8 --lr 5e-5 --max-steps 90 --stop-at-step 63 --save-minutes 4 --log-every 5 \
   --seed 14 --snapshots
 
 # 4. Gold-label fine-tuning of the student on paragraph windows (no teacher forward pass, about 3 s per step
 #    of 16 on 2 cores with bf16): 36,000 English questions of another draw (seed 31) + all Korean, with
 #    Padding Insertion, in processes of at most 20 minutes.
-scripts/in_chunks.sh "$(minutes 120)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
+scripts/in_chunks.sh "$(minutes 200)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
   --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --stop-at-step 1547 --save-minutes 4 \
   --log-every 10 --seed 31 --snapshots
 
 # 5. Fine-tuning again, on 40,000 English questions of another draw (seed 41) + all Korean.
-scripts/in_chunks.sh "$(minutes 100)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
+scripts/in_chunks.sh "$(minutes 180)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
   --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
   --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
   --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1950 --save-minutes 2 \
@@ -82,7 +87,7 @@ scripts/in_chunks.sh "$(minutes 100)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebi
 
 # 6. Long windows mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points
 #    of English paragraph F1, mixed about 3.
-scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
+scripts/in_chunks.sh "$(minutes 45)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c4-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-mixed" \
   --max-en-questions 1000 --max-ko-questions 500 --max-length 1024 \
   --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
@@ -92,7 +97,7 @@ scripts/in_chunks.sh "$(minutes 24)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.t
 #    seed 51, + all Korean) with the 1,024-token long windows of 1,500 English + 700 Korean questions, batches
 #    of 8 x 2 accumulated. In 5-minute processes, since its memory on jemalloc reaches 17 GB within 6 minutes;
 #    the windows are built once (runs/c5-mixed/features.pt), so each process starts training within seconds.
-scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
+scripts/in_chunks.sh "$(minutes 180)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
   --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
   --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
@@ -100,7 +105,7 @@ scripts/in_chunks.sh "$(minutes 100)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.t
 
 # 8. A second teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training
 #    questions (one pass, 2,677 steps of 32).
-scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
+scripts/in_chunks.sh "$(minutes 360)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebird.training.teacher \
   --data-dir "$DATA" --output-dir "$RUNS/c7-teacher" --max-length 384 --doc-stride 128 --batch-size 32 --lr 1e-4 \
   --freeze-layers 3 --epochs 1 --save-minutes 5 --log-every 10 --seed 71 --snapshots \
   ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
@@ -109,7 +114,7 @@ scripts/in_chunks.sh "$(minutes 250)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebir
 #    take the student past what gold labels gave. A 640-step schedule, then one pass (5,354 steps) resumed
 #    from step 640.
 distill_round6() {
-  scripts/in_chunks.sh "$(minutes 500)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
+  scripts/in_chunks.sh "$(minutes 800)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
     --teacher-dir "$RUNS/c7-teacher/model" --init-from "$RUNS/c5-mixed/model" --data-dir "$DATA" \
     --output-dir "$RUNS/c9-distill" --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 \
     --batch-size 16 --lr 5e-5 --save-minutes 5 --log-every 10 --seed 81 --snapshots --attention-weight 0 "$@"
@@ -131,7 +136,7 @@ python -m littlebird.training.export --student-dir "$RUNS/c9-distill/model" --ou
 #    12-passage pages (Korean), half rendered as HTML: each question's one window with its answer plus, with
 #    probability 0.02 each, the other windows of the same document (stride 96), labelled "no answer here":
 #    8,000 English + 2,000 Korean questions, 27,653 windows, 360 steps of 16 (about 40 minutes).
-scripts/in_chunks.sh "$(minutes 60)" 45 "$RUNS/c11-neg" $LAUNCH -m littlebird.training.long_context \
+scripts/in_chunks.sh "$(minutes 90)" 45 "$RUNS/c11-neg" $LAUNCH -m littlebird.training.long_context \
   --student-dir "$RUNS/c9-export" --data-dir "$DATA" --output-dir "$RUNS/c11-neg" \
   --max-en-questions 8000 --max-ko-questions 2000 --max-length 384 --unanswerable-rate 0.02 \
   --batch-size 16 --lr 3e-5 --max-steps 360 --save-minutes 5 --log-every 10 --seed 101 --snapshots

@@ -239,6 +239,31 @@ def test_in_chunks_stops_at_a_stopped_runs_last_step(tmp_path, last_step, runs):
     assert marker.exists() == runs and "finished" in result.stdout
 
 
+def test_in_chunks_fails_when_its_box_ends_before_the_stage_does(tmp_path):
+    # a stage that saves step 2 of 4 at every chunk never finishes; a 3-minute box runs out after one chunk
+    summary = json.dumps({"step": 2, "total_steps": 4, "last_step": 4})
+    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
+    stage = ["bash", "-c", f"touch {tmp_path / 'ran'}; echo '{summary}' > {tmp_path / 'summary.json'}", "stage"]
+    env = {**os.environ, "PATH": f"{fake_clock(tmp_path)}:{os.environ['PATH']}"}
+    result = subprocess.run(["bash", str(script), "3", "1", str(tmp_path), *stage], capture_output=True, text=True,
+                            timeout=60, env=env)
+    # exit 2, so that `set -e` in the recipe stops before the next stage starts from a short run
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "rerun to resume it" in result.stderr and (tmp_path / "ran").exists()
+
+
+def fake_clock(tmp_path: Path) -> Path:
+    """A `date` whose `+%s` advances a minute at every call, so a time box runs out within seconds."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    counter = tmp_path / "clock"
+    counter.write_text("0")
+    fake = bin_dir / "date"
+    fake.write_text(f'#!/bin/sh\nn=$(cat {counter}); echo $((n + 1)) > {counter}; echo $((1000000 + 60 * n))\n')
+    fake.chmod(0o755)
+    return bin_dir
+
+
 def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
     run_dir = tmp_path / "curve"
     teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
