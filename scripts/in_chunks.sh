@@ -9,7 +9,8 @@
 # script's allocator setting) a process's memory grows with the variety of batch shapes: one distillation
 # process held 7 GB after 20 minutes, the next one 22 GB after 15 and was OOM-killed. A fresh process
 # every CHUNK minutes keeps it bounded; a chunk that dies anyway (OOM) is followed by the next, which
-# resumes from the last save, up to 3 times.
+# resumes from the last save. Only a third failure in a row with no save between them stops the script (exit 1):
+# a long stage may be OOM-killed now and then and still progress, a broken command fails at once.
 set -euo pipefail
 total=$1; chunk=$2; out=$3; shift 3
 start=$(date +%s)
@@ -27,9 +28,12 @@ PY
     exit 2
   fi
   this=$(( left < chunk ? left : chunk ))
+  saved=$(stat -c %.9Y "$out/state.pt" 2>/dev/null || echo none)
   if ! "$@" --max-minutes "$this"; then
+    # a chunk that saved before it died made progress: its failure does not count towards the three
+    [ "$(stat -c %.9Y "$out/state.pt" 2>/dev/null || echo none)" = "$saved" ] || failures=0
     failures=$((failures + 1))
-    echo "in_chunks: a chunk of $out failed ($failures)" >&2
+    echo "in_chunks: a chunk of $out failed ($failures in a row without a save)" >&2
     [ "$failures" -lt 3 ] || exit 1
   fi
 done

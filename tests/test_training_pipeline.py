@@ -252,6 +252,26 @@ def test_in_chunks_fails_when_its_box_ends_before_the_stage_does(tmp_path):
     assert "rerun to resume it" in result.stderr and (tmp_path / "ran").exists()
 
 
+@pytest.mark.parametrize("saves", [True, False])
+def test_in_chunks_goes_on_past_killed_chunks_only_while_they_save(tmp_path, saves):
+    # each of the first four chunks is killed (exit 137, as by the OOM killer); with `saves` it wrote
+    # state.pt first. The fifth would finish the stage.
+    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
+    save = f"touch {tmp_path / 'state.pt'}; " if saves else ""
+    done = json.dumps({"step": 4, "total_steps": 4, "last_step": 4})
+    stage = ["bash", "-c", f"n=$(($(cat {tmp_path / 'n'} 2>/dev/null || echo 0) + 1)); echo $n > {tmp_path / 'n'}; "
+                           f"if [ $n -le 4 ]; then {save}exit 137; fi; echo '{done}' > {tmp_path / 'summary.json'}",
+             "stage"]
+    result = subprocess.run(["bash", str(script), "60", "1", str(tmp_path), *stage], capture_output=True, text=True,
+                            timeout=60)
+    chunks = int((tmp_path / "n").read_text())
+    if saves:  # four failures, each after a save: the stage goes on and finishes
+        assert result.returncode == 0 and chunks == 5, (result.returncode, result.stderr)
+    else:  # three failures in a row with nothing saved: a broken command, stop
+        assert result.returncode == 1 and chunks == 3, (result.returncode, result.stderr)
+        assert "3 in a row without a save" in result.stderr
+
+
 def fake_clock(tmp_path: Path) -> Path:
     """A `date` whose `+%s` advances a minute at every call, so a time box runs out within seconds."""
     bin_dir = tmp_path / "bin"
