@@ -44,7 +44,7 @@ mlm() {
     --log-every 5 --seed 0
 }
 
-long() {  # in_chunks.sh skips it once summary.json says it finished, and fails (exit 2) if 1,200 minutes do not
+long() {  # in_chunks.sh skips it once summary.json says it finished, and fails (exit 2) if it is not done in 1,200 minutes
   nice -n 19 scripts/in_chunks.sh 1200 30 "$RUNS/mlm-long" $PY -m littlebird.training.mlm --data-dir "$DATA" \
     --output-dir "$RUNS/mlm-long" --epochs 1 --ko-share 0.8 --batch-size 16 --lr 5e-5 --head-lr 5e-4 \
     --threads "$THREADS" --eval-every 100 --save-minutes 5 --log-every 5 --seed 0
