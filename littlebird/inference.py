@@ -3,7 +3,8 @@
 On CPUs with native bf16 matrix units (AMX, AVX512-BF16) a bf16 GEMM is several times faster
 than fp32, while bf16 *elementwise* kernels (softmax inputs, bias terms, LayerNorm) are slower
 than fp32 ones. So the whole model in bf16 is no faster; only its linear layers in bf16 are.
-Where bf16 is emulated (AVX2-only CPUs) it is about 5x slower than fp32, so the model stays fp32.
+Where bf16 is emulated (AVX2-only CPUs, and AVX-512 ones without AVX512-BF16) it is 2-5x slower than fp32,
+so the model stays fp32.
 Dynamic int8 quantization (``torch.ao.quantization``, deprecated) is no mode here: it is no faster
 than fp32 on AVX2 and no faster than bf16-linear on AMX.
 ``benchmarks/bench_pipeline.py`` measures each mode.
@@ -31,8 +32,30 @@ class BF16Linear(nn.Module):
         return F.linear(x.to(torch.bfloat16), self.weight, self.bias).to(x.dtype)
 
 
-def cpu_has_native_bf16() -> bool:
-    """True where oneDNN runs bf16 GEMMs in hardware (AMX or AVX512-BF16)."""
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The feature flags of the first processor listed in the text of ``/proc/cpuinfo``."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return set(value.split())
+    return set()
+
+
+def cpu_has_native_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
+    """True where the CPU multiplies bf16 matrices in hardware (AMX-BF16 or AVX512-BF16).
+
+    oneDNN's own check, ``torch.ops.mkldnn._is_mkldnn_bf16_supported``, also says yes on AVX-512 CPUs
+    without bf16 units (Skylake and Cascade Lake Xeons), where it emulates bf16: there a bf16 product
+    takes about 2.3 times as long as an fp32 one. So on x86 Linux the CPU's own flags decide, and the
+    oneDNN check only where they cannot be read.
+    """
+    try:
+        with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
+            flags = cpu_flags(handle.read())
+    except OSError:
+        flags = set()
+    if {"avx2", "avx512f", "sse2"} & flags:  # an x86 CPU whose flags we have
+        return bool({"avx512_bf16", "amx_bf16"} & flags)
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
     return bool(check and check())
 

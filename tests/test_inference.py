@@ -38,6 +38,23 @@ def test_auto_picks_bf16_linear_only_where_the_cpu_has_bf16_units(monkeypatch, n
     assert resolve_cpu_mode("fp32") == "fp32" and resolve_cpu_mode("bf16-linear") == "bf16-linear"
 
 
+# Flags as /proc/cpuinfo lists them (abridged): oneDNN's own check says yes to bf16 on every AVX-512 CPU,
+# where the Cascade Lake Xeon emulates it at 2.3 times fp32's time.
+CASCADE_LAKE = "fpu sse2 avx avx2 fma avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni"
+SAPPHIRE_RAPIDS = CASCADE_LAKE + " avx512_bf16 amx_bf16 amx_tile amx_int8"
+ZEN4 = "fpu sse2 avx avx2 fma avx512f avx512dq avx512bw avx512vl avx512_bf16"
+ZEN2 = "fpu sse2 avx avx2 fma sha_ni"
+
+
+@pytest.mark.parametrize(
+    "flags, native", [(CASCADE_LAKE, False), (SAPPHIRE_RAPIDS, True), (ZEN4, True), (ZEN2, False)]
+)
+def test_bf16_units_are_read_from_the_cpu_flags_not_from_avx512(tmp_path, flags, native):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: some cpu\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert inference.cpu_has_native_bf16(str(cpuinfo)) is native
+
+
 @pytest.mark.parametrize("mode", ["fp8", "int8"])  # int8 (deprecated dynamic quantization) was removed
 def test_unknown_modes_are_refused(mode):
     with pytest.raises(ValueError, match="mode must be one of"):
