@@ -12,7 +12,7 @@
 # the same step. Every stage runs through scripts/in_chunks.sh, whose first argument is its time box: about
 # 1.5-2 times what the stage took on 2 CPU cores with bf16 units (about 19 hours for all of them). A stage still
 # short of its last step when its box runs out stops this script (exit 2) instead of handing a shorter run to
-# the next stage; rerunning resumes it. SCALE multiplies the boxes for slower hardware. Training uses bf16 autocast where
+# the next stage; rerunning resumes it. SCALE multiplies the boxes (default 2.5 on a CPU without bf16 units). Training uses bf16 autocast where
 # the CPU or GPU multiplies bf16 natively (--mixed-precision auto), fp32 elsewhere. The model card's Training
 # table lists the stages; docs/training-log.md says what each gave and what else was tried.
 set -euo pipefail
@@ -22,7 +22,10 @@ DATA=${DATA:-../shared/data}
 RUNS=${RUNS:-runs}
 OUT=${OUT:-assets/littlebird-qa}
 LAUNCH=${LAUNCH:-python}                 # e.g. "accelerate launch ..." or "torchrun --nproc_per_node N"
-SCALE=${SCALE:-1}                        # multiplies every time box
+# SCALE multiplies every time box. Default: 1 with a GPU or a CPU with bf16 units, else 2.5 (fp32 training on
+# 2 cores of a Cascade Lake Xeon ran the masked-LM healing 2.2-2.7 times slower than bf16 on the EPYC).
+SCALE=${SCALE:-$(PYTHONPATH=. python -c "import torch; from littlebird.inference import cpu_has_native_bf16
+print(1 if torch.cuda.is_available() or cpu_has_native_bf16() else 2.5)")}
 EN_QUESTIONS=${EN_QUESTIONS:-36000}      # English training questions for the teacher (SQuAD's split has 77,561)
 KO_QUESTIONS=${KO_QUESTIONS:-10000}      # Korean ones (3,784 in the train split: all of them)
 STUDENT_EN_QUESTIONS=${STUDENT_EN_QUESTIONS:-12000}
