@@ -46,16 +46,17 @@ def cpu_has_native_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
 
     oneDNN's own check, ``torch.ops.mkldnn._is_mkldnn_bf16_supported``, also says yes on AVX-512 CPUs
     without bf16 units (Skylake and Cascade Lake Xeons), where it emulates bf16: there a bf16 product
-    takes about 2.3 times as long as an fp32 one. So on x86 Linux the CPU's own flags decide, and the
-    oneDNN check only where they cannot be read.
+    takes about 2.3 times as long as an fp32 one. So on x86 Linux the CPU's flags must list bf16 units
+    too; oneDNN's check still has its say, since it honours ``ONEDNN_MAX_CPU_ISA=AVX2`` (how a newer CPU
+    shows an AVX2-only one's numbers).
     """
     try:
         with open(cpuinfo_path, encoding="utf-8", errors="replace") as handle:
             flags = cpu_flags(handle.read())
     except OSError:
         flags = set()
-    if {"avx2", "avx512f", "sse2"} & flags:  # an x86 CPU whose flags we have
-        return bool({"avx512_bf16", "amx_bf16"} & flags)
+    if {"avx2", "avx512f", "sse2"} & flags and not {"avx512_bf16", "amx_bf16"} & flags:
+        return False  # an x86 CPU whose flags we have, without bf16 units
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
     return bool(check and check())
 

@@ -49,7 +49,8 @@ ZEN2 = "fpu sse2 avx avx2 fma sha_ni"
 @pytest.mark.parametrize(
     "flags, native", [(CASCADE_LAKE, False), (SAPPHIRE_RAPIDS, True), (ZEN4, True), (ZEN2, False)]
 )
-def test_bf16_units_are_read_from_the_cpu_flags_not_from_avx512(tmp_path, flags, native):
+def test_bf16_units_are_read_from_the_cpu_flags_not_from_avx512(monkeypatch, tmp_path, flags, native):
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)  # as on any AVX-512 CPU
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nmodel name\t: some cpu\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
     assert inference.cpu_has_native_bf16(str(cpuinfo)) is native
@@ -79,3 +80,11 @@ def test_a_bf16_linear_model_refuses_to_save_with_a_reason(tmp_path):
     assert not any(tmp_path.iterdir())
     model.save_pretrained(tmp_path)  # the model it was made from still saves
     assert (tmp_path / "model.safetensors").is_file()
+
+
+def test_bf16_units_capped_away_by_onednn_are_not_used(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)  # ONEDNN_MAX_CPU_ISA=AVX2
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {SAPPHIRE_RAPIDS}\n")
+    assert inference.cpu_has_native_bf16(str(cpuinfo)) is False
+
