@@ -87,4 +87,3 @@ def test_bf16_units_capped_away_by_onednn_are_not_used(monkeypatch, tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {SAPPHIRE_RAPIDS}\n")
     assert inference.cpu_has_native_bf16(str(cpuinfo)) is False
-
