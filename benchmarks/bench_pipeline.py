@@ -20,7 +20,9 @@ and for the default model in several forms (``--variants``):
 - ``bf16``: weights and activations in bfloat16; ``bf16-linear``: only the linear layers' products
   in bfloat16 (``littlebird.inference``);
 - ``student``: a model with half the layers (what a distilled student would cost);
-- ``student-bf16-linear``: both.
+- ``student-bf16-linear``: both;
+- ``cuda``: what the app runs on a GPU (``app.models.pick_device``): the whole model in bf16 (fp16
+  where bf16 is missing) on CUDA, attention through FlexAttention.
 
 Targets (on 2 cores): 8K tokens in at most 3 s, 32K in 10 s, 128K in 20 s on an AVX2-only CPU;
 8K in 1.5 s with AVX-512 or AMX. The CPU's flags head the table. To see an AVX2-only CPU's numbers
@@ -74,7 +76,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
 QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 AVX2_TARGETS = {8192: 3.0, 32768: 10.0, 131072: 20.0}
 BF16_UNIT_TARGETS = {8192: 1.5}
-VARIANTS = ("fp32", "auto", "bf16", "bf16-linear", "student", "student-bf16-linear")
+VARIANTS = ("fp32", "auto", "bf16", "bf16-linear", "student", "student-bf16-linear", "cuda")
 READERS = ("all", "best", "ranked")
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
@@ -124,6 +126,11 @@ def make_variant(model, variant: str):
         return half_depth(model)
     if variant == "student-bf16-linear":
         return optimize_for_cpu(half_depth(model), "bf16-linear")
+    if variant == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("--variants cuda needs a CUDA GPU; torch sees none")
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return copy.deepcopy(model).to(device="cuda", dtype=dtype).eval()
     raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
 
@@ -195,7 +202,7 @@ def main(argv=None) -> int:
     size = f"{base.config.num_hidden_layers} layers, hidden {base.config.hidden_size}"
     print(f"# bench_pipeline: {size}, {'checkpoint ' + args.checkpoint if args.checkpoint else 'random weights'}, "
           f"{args.threads} threads, windows of {args.max_length} tokens, torch {torch.__version__}")
-    print(f"# CPU: {cpu_line()}\n")
+    print(f"# CPU: {cpu_line()}" + (f"\n# GPU: {torch.cuda.get_device_name()}" if "cuda" in args.variants else "") + "\n")
     documents = {n: long_document(tokenizer, n, args.max_length) for n in args.lengths}
     goals = targets()
     rows = []

