@@ -390,7 +390,7 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
-        outputs.append(out.view(B, h, m * b, d))
+        outputs.append(out.reshape(B, h, m * b, d))  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None
