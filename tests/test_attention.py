@@ -69,6 +69,26 @@ def test_query_chunks_do_not_change_the_result():
         torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-6)
 
 
+def test_fused_output_in_cuda_layout_gives_the_same_result(monkeypatch):
+    """CUDA's fused kernels may return (B, h m, b, d) with (B, b, h m, d) memory order; the blocks must
+    still come out in query order (a .view() there stopped distillation on an H200)."""
+    import littlebird.modeling_littlebird as modeling
+
+    n, b = 48, 8
+    q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [48, 30], shift_positions=True)
+    geometry = build_block_geometry(pos, valid, b, torch.float32)
+    expected, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, chunk_blocks=2)
+    fused = modeling.F.scaled_dot_product_attention
+
+    def cuda_layout(*args, **kwargs):
+        out = fused(*args, **kwargs)
+        return out.transpose(1, 2).contiguous().transpose(1, 2)
+
+    monkeypatch.setattr(modeling.F, "scaled_dot_product_attention", cuda_layout)
+    got, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, chunk_blocks=2)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
+
+
 def test_bialibi_matrix_follows_the_paper_case_by_case():
     bialibi = BiALiBi(2)
     with torch.no_grad():
