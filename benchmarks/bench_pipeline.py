@@ -127,10 +127,13 @@ def make_variant(model, variant: str):
     if variant == "student-bf16-linear":
         return optimize_for_cpu(half_depth(model), "bf16-linear")
     if variant == "cuda":
-        if not torch.cuda.is_available():
-            raise SystemExit("--variants cuda needs a CUDA GPU; torch sees none")
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return copy.deepcopy(model).to(device="cuda", dtype=dtype).eval()
+        from app.models import pick_device  # the app's own choice of device and dtype
+
+        device, dtype = pick_device()
+        if device.type != "cuda":
+            raise SystemExit("--variants cuda needs a CUDA GPU that the app would use; torch sees none "
+                             "(or LITTLEBIRD_DEVICE=cpu is set)")
+        return copy.deepcopy(model).to(device=device, dtype=dtype).eval()
     raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
 
@@ -202,7 +205,7 @@ def main(argv=None) -> int:
     size = f"{base.config.num_hidden_layers} layers, hidden {base.config.hidden_size}"
     print(f"# bench_pipeline: {size}, {'checkpoint ' + args.checkpoint if args.checkpoint else 'random weights'}, "
           f"{args.threads} threads, windows of {args.max_length} tokens, torch {torch.__version__}")
-    print(f"# CPU: {cpu_line()}" + (f"\n# GPU: {torch.cuda.get_device_name()}" if "cuda" in args.variants else "") + "\n")
+    print(f"# CPU: {cpu_line()}" + (f"\n# GPU: {torch.cuda.get_device_name()}" if "cuda" in args.variants and torch.cuda.is_available() else "") + "\n")
     documents = {n: long_document(tokenizer, n, args.max_length) for n in args.lengths}
     goals = targets()
     rows = []
