@@ -391,7 +391,8 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
                 answers = [a["text"].lower() for a in qa["answers"] if a["text"].strip()]
                 best, best_score = None, -1.0
                 for title, context, grams, lowered in paragraphs:
-                    score = sum(weight[g] for g in words & grams)
+                    # fsum: exact, so the same in any order of the set (which the hash seed sets)
+                    score = math.fsum(weight[g] for g in words & grams)
                     if score > best_score and context != paragraph["context"] and not any(a in lowered for a in answers):
                         best, best_score = (title, context), score
                 if best is None:
