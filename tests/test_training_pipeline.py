@@ -118,10 +118,13 @@ def test_second_teacher_round_starts_from_the_first(recipe, tmp_path):
         torch.testing.assert_close(a, b, msg=name)
 
 
-def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_path):
-    first = load_qa_model(recipe["runs"] / "distill" / MODEL_DIR)
+@pytest.mark.parametrize("start", ["saved", "exported"])
+def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_path, start):
+    # "exported": a shipped checkpoint (fp16), as FROM_STUDENT=assets/littlebird-qa in the recipe script
+    student_dir = recipe["runs"] / "distill" / MODEL_DIR if start == "saved" else recipe["assets"]
+    first = load_qa_model(student_dir)
     distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
-                  "--init-from", str(recipe["runs"] / "distill" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--init-from", str(student_dir), "--data-dir", str(recipe["data"]),
                   "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
                   "--dev-fraction", "0.5", "--batch-size", "2"])
     second = load_qa_model(tmp_path / "round2" / MODEL_DIR)
