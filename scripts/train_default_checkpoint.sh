@@ -38,6 +38,10 @@ FROM_STUDENT=${FROM_STUDENT:-}           # a trained student (e.g. the shipped c
                                          # pass on its own schedule. A new teacher (stage 8, from INIT_ENCODER)
                                          # then reaches a finished student in about 60% of the recipe's time.
 
+if [ -n "$FROM_STUDENT" ] && [ "$(realpath "$FROM_STUDENT")" = "$(realpath -m "$OUT")" ]; then
+  echo "FROM_STUDENT is OUT: give the new checkpoint a folder of its own (OUT=...)" >&2; exit 2
+fi
+
 minutes() { python -c "print(int($1 * $SCALE))"; }
 
 # Memory allocator: training frees and reallocates tensors of tens of MB every step. An allocator that hands
