@@ -31,6 +31,7 @@ from littlebird.training.options import (FEATURES_FILE, add_data_arguments, add_
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
+ROOT = Path(__file__).resolve().parents[1]
 COMMON = ["--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1", "--lr", "1e-3"]
 
 
@@ -588,3 +589,40 @@ def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
         else:
             torch.testing.assert_close(tensor, saved_state[name], msg=name)
     assert torch.load(tmp_path / "converted" / STATE_FILE, weights_only=False)["step"] == 0
+
+
+def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_path):
+    # scripts/gpu/teacher_transport.py: a teacher trained on a lent GPU comes back in parts small enough for
+    # the files a call returns, and here becomes the stage folder the CPU recipe would have left
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("teacher_transport", ROOT / "scripts" / "gpu" / "teacher_transport.py")
+    transport = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(transport)
+    stage = recipe["runs"] / "teacher"
+    files = transport.pack(stage, tmp_path / "returned", part_bytes=40_000)
+    parts = [f for f in files if ".part" in f.name]
+    assert len(parts) > 2 and all(f.stat().st_size <= 40_000 for f in parts)
+
+    transport.unpack(tmp_path / "returned", tmp_path / "c7-teacher")
+    original = load_teacher(stage / MODEL_DIR).state_dict()
+    brought = load_teacher(tmp_path / "c7-teacher" / MODEL_DIR).state_dict()
+    assert brought.keys() == original.keys()
+    for name, tensor in original.items():  # fp16 rounding, no more
+        torch.testing.assert_close(brought[name], tensor, rtol=1e-3, atol=1e-4, msg=name)
+    # scripts/in_chunks.sh finds the stage finished: the stage's command (`false`) never runs
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "in_chunks.sh"), "5", "1", str(tmp_path / "c7-teacher"),
+                             "false"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "finished" in result.stdout, result.stderr
+
+    part = parts[1]
+    part.write_bytes(part.read_bytes()[:-1] + bytes([part.read_bytes()[-1] ^ 1]))
+    with pytest.raises(ValueError, match="damaged"):
+        transport.unpack(tmp_path / "returned", tmp_path / "damaged")
+    files = transport.pack(stage, tmp_path / "short")
+    manifest = json.loads((tmp_path / "short" / transport.MANIFEST).read_text())
+    manifest["summary"]["step"] = 1  # a run its time cap stopped before its schedule's end
+    (tmp_path / "short" / transport.MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="did not finish"):
+        transport.unpack(tmp_path / "short", tmp_path / "unfinished")
+    assert not (tmp_path / "damaged").exists() and not (tmp_path / "unfinished").exists()

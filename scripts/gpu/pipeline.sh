@@ -19,6 +19,8 @@
 # $OUT then holds the exported student (58 MB, 4 shards) and the log. When the call's time ran out before
 # the hard-negative stage, a second call on the still-warm machine runs only that stage on the distilled
 # student: bash scripts/gpu/pipeline.sh neg 2>&1 | tee $OUT/pipeline.log
+# `pipeline.sh teacher` (prepare.py --mlm-run runs/mlm-long first) heals and trains only the recipe's second
+# teacher, for the CPU recipe to go on from (its block below says how).
 set -u -o pipefail
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[pipeline $(el)s] $*"; }
@@ -67,6 +69,43 @@ hard_negatives() {
 if [ "${1:-all}" = neg ]; then
   [ -d $RUNS/distill-export ] || { say "no distilled student in $RUNS/distill-export"; exit 9; }
   cp $RUNS/distill-export/* "$OUT"/ && hard_negatives; ls -la "$OUT"; say "end"; exit 0
+fi
+# `pipeline.sh teacher`: the healing's whole pass (as scripts/healing_pilot.sh long: 1,951 steps of 16 on the
+# CPU run's sequences) and then the recipe's second teacher from it with stage 8's own options
+# (scripts/train_default_checkpoint.sh: all training questions, one pass of 32, seed 71), nothing time-boxed;
+# HEAL_MAX / TEACHER_MAX only cap a stage that runs slower than planned (its schedule is then unfinished and
+# `unpack` refuses the teacher). $OUT gets the teacher in fp16 parts (scripts/gpu/teacher_transport.py); here,
+#   python scripts/gpu/teacher_transport.py unpack <returned files> runs/healed-short/c7-teacher
+# and the CPU recipe with FROM_STUDENT goes on from stage 9 (README, "Training the checkpoint").
+if [ "${1:-all}" = teacher ]; then
+  [ -f "$GPU_DIR/mlm-features.npz" ] || { say "no $GPU_DIR/mlm-features.npz (prepare.py --mlm-run)"; exit 9; }
+  HEAL_ARGS="--data-dir $DATA --output-dir $RUNS/mlm --epochs 1 --ko-share 0.8 --batch-size 16 --lr 5e-5
+    --head-lr 5e-4 --eval-every 200 --save-minutes 100 --log-every 100 --seed 0 --max-minutes ${HEAL_MAX:-5}
+    ${HEAL_EXTRA:-}"
+  T8_ARGS="--data-dir $DATA --output-dir $RUNS/teacher8 --max-length 384 --doc-stride 128 --batch-size 32
+    --lr 1e-4 --freeze-layers 3 --epochs 1 --save-minutes 100 --log-every 200 --seed 71
+    --init-encoder $RUNS/mlm/model --max-minutes ${TEACHER_MAX:-3.5} $SUBSET"
+  $RUN littlebird.training.teacher $T8_ARGS --features-only > "$RUNS/teacher8-features.log" 2>&1 &
+  FF=$!
+  python3 scripts/gpu/mlm_features.py unpack "$GPU_DIR/mlm-features.npz" $RUNS/mlm --data-dir $DATA || exit 10
+  S="--data-dir $DATA --max-en-questions 48 --max-ko-questions 24 --max-length 384 --max-steps 3 --batch-size 8
+    --log-every 1 --save-minutes 100 --freeze-layers 3"
+  if $RUN littlebird.training.teacher $S --output-dir $RUNS/smoke/teacher > "$RUNS/smoke.log" 2>&1; then
+    say "smoke passed"; grep -h "step 3/3" "$RUNS/smoke.log"
+  else
+    cat "$RUNS/smoke.log"; say "smoke failed"; kill $FF; exit 2
+  fi
+  $RUN littlebird.training.mlm $HEAL_ARGS 2>&1 | grep -v "shards\|weights:" | tail -4 || { say "healing failed"; exit 11; }
+  grep -h "held-out" $RUNS/mlm/log.txt
+  python3 -c "import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(s['step'] < s.get('last_step', s['total_steps']))" "$RUNS/mlm/summary.json" \
+    || { say "the healing stopped before its schedule's end (HEAL_MAX): no teacher from it"; kill $FF; exit 11; }
+  say "healing done"
+  wait $FF || { cat "$RUNS/teacher8-features.log"; say "teacher windows failed"; exit 6; }
+  $RUN littlebird.training.teacher $T8_ARGS 2>&1 | grep -v "shards\|weights:" | tail -6 || { say "teacher failed"; exit 5; }
+  say "teacher done: $(cat $RUNS/teacher8/summary.json)"
+  python3 scripts/gpu/teacher_transport.py pack $RUNS/teacher8 "$OUT" || exit 8
+  ls -la "$OUT"; say "end"; exit 0
 fi
 if python3 -c "import torch, sys; sys.exit(not torch.cuda.is_available())"; then
   timeout 150 python3 scripts/gpu/cuda_check.py > "$RUNS/cuda_check.log" 2>&1 &
