@@ -17,7 +17,7 @@
 #           The full recipe then starts from it:
 #             INIT_ENCODER=$RUNS/mlm-long/model RUNS=runs/healed OUT=runs/healed/export \
 #               scripts/train_default_checkpoint.sh
-#   recipe  `long` (skipped once done), then the recipe's second teacher (stage 8) from the healed encoder and
+#   recipe  `long` (skipped once done, or when the shorter route's teacher came from a GPU), then the recipe's second teacher (stage 8) from the healed encoder and
 #           the shipped student distilled from it, hard negatives and export (FROM_STUDENT: about 60% of the
 #           recipe's time; $RUNS/healed-short), then the whole recipe from the healed encoder ($RUNS/healed, about
 #           19 h on two cores with bf16 units, reusing that teacher). Each stage resumes where it stopped; each
@@ -91,13 +91,15 @@ case ${1:-all} in
   healed) teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model" ;;
   eval) evaluate ;;
   long) long ;;
-  recipe) long
-    INIT_ENCODER=$RUNS/mlm-long/model FROM_STUDENT=assets/littlebird-qa RUNS=$RUNS/healed-short \
-      OUT=$RUNS/healed-short/export nice -n 19 scripts/train_default_checkpoint.sh
+  recipe)  # a stage-8 teacher brought from a GPU (scripts/gpu/teacher_transport.py) needs no healing here first
+    [ -f "$RUNS/healed-short/c7-teacher/summary.json" ] || long
+    INIT_ENCODER=$RUNS/mlm-long/model FROM_STUDENT=assets/littlebird-qa OUT=$RUNS/healed-short/export \
+      RUNS=$RUNS/healed-short nice -n 19 scripts/train_default_checkpoint.sh
+    long  # the whole recipe's first teacher starts from the healed encoder
     # stage 8 of the whole recipe is the same command as the shorter route's: its teacher is reused
     mkdir -p "$RUNS/healed"
     [ -e "$RUNS/healed/c7-teacher" ] || ln -s ../healed-short/c7-teacher "$RUNS/healed/c7-teacher"
-    INIT_ENCODER=$RUNS/mlm-long/model RUNS=$RUNS/healed OUT=$RUNS/healed/export \
+    INIT_ENCODER=$RUNS/mlm-long/model OUT=$RUNS/healed/export RUNS=$RUNS/healed \
       nice -n 19 scripts/train_default_checkpoint.sh ;;
   all) mlm; teacher "$RUNS/heal-base"; teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model"; evaluate ;;
   *) echo "usage: $0 [mlm|base|healed|eval|all|long|recipe]" >&2; exit 2 ;;

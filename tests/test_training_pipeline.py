@@ -626,3 +626,52 @@ def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_pa
     with pytest.raises(ValueError, match="did not finish"):
         transport.unpack(tmp_path / "short", tmp_path / "unfinished")
     assert not (tmp_path / "damaged").exists() and not (tmp_path / "unfinished").exists()
+
+
+@pytest.mark.parametrize("teacher_brought", [True, False])
+def test_the_healed_route_runs_its_stages_into_its_own_folders(tmp_path, teacher_brought):
+    # scripts/healing_pilot.sh recipe with a stand-in `python` that records each stage's command and writes
+    # a finished summary.json into its --output-dir; it fails at the dev files, which stops the route
+    # (set -e) after both exports. A teacher brought from a GPU makes the CPU healing and stage 8 unneeded.
+    import sys
+
+    bin_dir, runs, calls = tmp_path / "bin", tmp_path / "runs", tmp_path / "calls"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "python"
+    stand_in.write_text(f'''#!/usr/bin/env bash
+if [ "$1" = -c ] || [ "$1" = - ]; then exec {sys.executable} "$@"; fi
+echo "$*" >> {calls}
+[ "$2" = littlebird.training.data ] && exit 1
+prev=""; for a in "$@"; do
+  [ "$prev" = --output-dir ] && mkdir -p "$a" && echo '{{"step": 1, "total_steps": 1}}' > "$a/summary.json"; prev=$a
+done
+exit 0
+''')
+    stand_in.chmod(0o755)
+    if teacher_brought:
+        (runs / "healed-short" / "c7-teacher").mkdir(parents=True)
+        (runs / "healed-short" / "c7-teacher" / "summary.json").write_text('{"step": 2677, "total_steps": 2677}')
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNS": str(runs), "PYTHON": str(stand_in),
+           "NO_JEMALLOC": "1", "THREADS": "1"}
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "healing_pilot.sh"), "recipe"], capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert result.returncode != 0  # the stand-in's dev files
+    stages = [line.split() for line in calls.read_text().splitlines()]
+    modules = [words[1] for words in stages]
+
+    def option(words, name):
+        return words[words.index(name) + 1]
+
+    short = runs / "healed-short"
+    expected = ["littlebird.training.distill", "littlebird.training.export", "littlebird.training.long_context",
+                "littlebird.training.export", "littlebird.training.data"]
+    if not teacher_brought:  # the healing, then stage 8 from the healed encoder
+        expected = ["littlebird.training.mlm", "littlebird.training.teacher", *expected]
+        assert option(stages[0], "--output-dir") == str(runs / "mlm-long")
+        assert option(stages[1], "--init-encoder") == str(runs / "mlm-long" / "model")
+        assert option(stages[1], "--output-dir") == str(short / "c7-teacher")
+    assert modules == expected
+    distill = stages[modules.index("littlebird.training.distill")]
+    assert option(distill, "--teacher-dir") == str(short / "c7-teacher" / "model")
+    assert option(distill, "--init-from") == "assets/littlebird-qa" and option(distill, "--max-steps") == "5354"
+    assert option(stages[-2], "--output-dir") == str(short / "export")  # not inside another healed-short/
