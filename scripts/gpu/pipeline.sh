@@ -76,7 +76,7 @@ fi
 # HEAL_MAX / TEACHER_MAX only cap a stage that runs slower than planned (its schedule is then unfinished and
 # `unpack` refuses the teacher). $OUT gets the teacher in fp16 parts (scripts/gpu/teacher_transport.py); here,
 #   python scripts/gpu/teacher_transport.py unpack <returned files> runs/healed-short/c7-teacher
-# and the CPU recipe with FROM_STUDENT goes on from stage 9 (README, "Training the checkpoint").
+# and the CPU recipe with FROM_STUDENT goes on from stage 9 (README, "Training and evaluation").
 if [ "${1:-all}" = teacher ]; then
   [ -f "$GPU_DIR/mlm-features.npz" ] || { say "no $GPU_DIR/mlm-features.npz (prepare.py --mlm-run)"; exit 9; }
   HEAL_ARGS="--data-dir $DATA --output-dir $RUNS/mlm --epochs 1 --ko-share 0.8 --batch-size 16 --lr 5e-5
