@@ -17,10 +17,11 @@
 #           The full recipe then starts from it:
 #             INIT_ENCODER=$RUNS/mlm-long/model RUNS=runs/healed OUT=runs/healed/export \
 #               scripts/train_default_checkpoint.sh
-#   recipe  `long` (skipped once done, or when the shorter route's teacher came from a GPU), then the recipe's second teacher (stage 8) from the healed encoder and
-#           the shipped student distilled from it, hard negatives and export (FROM_STUDENT: about 60% of the
-#           recipe's time; $RUNS/healed-short), then the whole recipe from the healed encoder ($RUNS/healed, about
-#           19 h on two cores with bf16 units, reusing that teacher). Each stage resumes where it stopped; each
+#   recipe  `long` (skipped once done, or when the shorter route's teacher came from a GPU), then the recipe's
+#           second teacher (stage 8) from the healed encoder and the shipped student distilled from it, hard
+#           negatives and export (FROM_STUDENT: about 60% of the recipe's time; $RUNS/healed-short), then
+#           the whole recipe from the healed encoder ($RUNS/healed, about 19 h on two cores with bf16 units,
+#           reusing that teacher). Each stage resumes where it stopped; each
 #           route ends with scripts/compare_to_shipped.sh: its checkpoint against the shipped one
 #
 # Every stage saves every 5 minutes and the same command resumes it (kill it, run it again). Each stage runs

@@ -596,7 +596,8 @@ def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_pa
     # the files a call returns, and here becomes the stage folder the CPU recipe would have left
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("teacher_transport", ROOT / "scripts" / "gpu" / "teacher_transport.py")
+    script = ROOT / "scripts" / "gpu" / "teacher_transport.py"
+    spec = importlib.util.spec_from_file_location("teacher_transport", script)
     transport = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(transport)
     stage = recipe["runs"] / "teacher"

@@ -95,14 +95,16 @@ if [ "${1:-all}" = teacher ]; then
   else
     cat "$RUNS/smoke.log"; say "smoke failed"; kill $FF; exit 2
   fi
-  $RUN littlebird.training.mlm $HEAL_ARGS 2>&1 | grep -v "shards\|weights:" | tail -4 || { say "healing failed"; exit 11; }
+  $RUN littlebird.training.mlm $HEAL_ARGS 2>&1 | grep -v "shards\|weights:" | tail -4 \
+    || { say "healing failed"; exit 11; }
   grep -h "held-out" $RUNS/mlm/log.txt
   python3 -c "import json, sys; s = json.load(open(sys.argv[1]))
 sys.exit(s['step'] < s.get('last_step', s['total_steps']))" "$RUNS/mlm/summary.json" \
     || { say "the healing stopped before its schedule's end (HEAL_MAX): no teacher from it"; kill $FF; exit 11; }
   say "healing done"
   wait $FF || { cat "$RUNS/teacher8-features.log"; say "teacher windows failed"; exit 6; }
-  $RUN littlebird.training.teacher $T8_ARGS 2>&1 | grep -v "shards\|weights:" | tail -6 || { say "teacher failed"; exit 5; }
+  $RUN littlebird.training.teacher $T8_ARGS 2>&1 | grep -v "shards\|weights:" | tail -6 \
+    || { say "teacher failed"; exit 5; }
   say "teacher done: $(cat $RUNS/teacher8/summary.json)"
   python3 scripts/gpu/teacher_transport.py pack $RUNS/teacher8 "$OUT" || exit 8
   ls -la "$OUT"; say "end"; exit 0
