@@ -21,8 +21,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load, save, save_file
 
-TEACHER_WEIGHTS = "teacher.safetensors"  # littlebird.training.teacher_model.TEACHER_WEIGHTS
-TEACHER_CONFIG = "teacher_config.json"  # littlebird.training.teacher_model.TEACHER_CONFIG
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+from littlebird.training.teacher_model import TEACHER_CONFIG, TEACHER_WEIGHTS  # noqa: E402
+
 MANIFEST = "teacher-manifest.json"
 PART_BYTES = 15 * 2**20
 
