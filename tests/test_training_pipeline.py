@@ -620,7 +620,7 @@ def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_pa
     part.write_bytes(part.read_bytes()[:-1] + bytes([part.read_bytes()[-1] ^ 1]))
     with pytest.raises(ValueError, match="damaged"):
         transport.unpack(tmp_path / "returned", tmp_path / "damaged")
-    files = transport.pack(stage, tmp_path / "short")
+    transport.pack(stage, tmp_path / "short")
     manifest = json.loads((tmp_path / "short" / transport.MANIFEST).read_text())
     manifest["summary"]["step"] = 1  # a run its time cap stopped before its schedule's end
     (tmp_path / "short" / transport.MANIFEST).write_text(json.dumps(manifest))
