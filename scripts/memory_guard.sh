@@ -4,7 +4,7 @@
 #   setsid nohup scripts/memory_guard.sh >> runs/memory_guard.log 2>&1 < /dev/null &
 #
 # Why: scripts/in_chunks.sh restarts a stage every few minutes because jemalloc keeps what it frees, yet now
-# and then one 10-minute process still grows to all of the 24 GiB within minutes. Without swap the kernel
+# and then one 10-minute process still grows to all the memory within minutes. Without swap the kernel
 # then evicts the process's own code pages instead of killing it, and it runs on at a step in many minutes
 # (one distillation process logged no step for 18 minutes that way). Killed at once, it loses only the steps
 # since its last save: in_chunks.sh starts the next process, which resumes from there.
