@@ -11,8 +11,14 @@
 # every CHUNK minutes keeps it bounded; a chunk that dies anyway (OOM) is followed by the next, which
 # resumes from the last save. Only a third failure in a row with no save between them stops the script (exit 1):
 # a long stage may be OOM-killed now and then and still progress, a broken command fails at once.
+# Beside the chunks runs scripts/memory_guard.sh, which kills a chunk that fills the memory before it
+# thrashes (the next chunk resumes from its last save); GUARD=0 leaves it out.
 set -euo pipefail
 total=$1; chunk=$2; out=$3; shift 3
+if [ "${GUARD:-1}" != 0 ]; then
+  WATCH_PID=$$ "$(dirname "$0")/memory_guard.sh" &
+  guard=$!; trap 'kill "$guard" 2>/dev/null || true' EXIT
+fi
 start=$(date +%s)
 failures=0
 while :; do
