@@ -32,12 +32,13 @@ BENCH_NAMES = {"littlebird": "littlebird", "bigbird-taper": "bigbird", "longform
 
 
 def read_predictions(paths: list[Path]) -> dict[tuple[str, str], dict]:
-    """(data file, question id) -> prediction row, over every ``--output`` file in ``paths``."""
+    """(data file's name, question id) -> prediction row, over every ``--output`` file in ``paths``. The
+    name, not the path: the same dev file written into two folders holds the same questions."""
     rows = {}
     for path in paths:
         result = json.loads(Path(path).read_text())
         for row in result["predictions"]:
-            rows[(result["summary"].get("data", str(path)), row["id"])] = row
+            rows[(Path(result["summary"].get("data", str(path))).name, row["id"])] = row
     return rows
 
 

@@ -144,3 +144,16 @@ def test_paired_bootstrap_interval_holds_the_mean_difference_and_narrows_with_mo
     assert few[2] <= 50.0 <= few[3] and many[2] <= 50.0 <= many[3]
     assert many[3] - many[2] < few[3] - few[2]
     assert script.paired_bootstrap(rows([0.0]), {("other", "q0"): {"f1": 1.0}})[0] == 0  # nothing in common
+
+
+def test_predictions_pair_across_folders_by_the_dev_file_name(tmp_path):
+    # The same dev file written into two folders (runs/dev, a recipe's own dev/) holds the same questions;
+    # a full-path key paired none of them, so a comparison silently had no questions to compare.
+    script = _load_comparison_script()
+    shipped = _write_results(tmp_path / "shipped.json", "runs/dev/dev-en-paragraph.json", [(100, 0.0), (100, 0.5)])
+    candidate = _write_results(tmp_path / "candidate.json", "runs/recipe/dev/dev-en-paragraph.json",
+                               [(100, 1.0), (100, 0.5)])
+    article = _write_results(tmp_path / "article.json", "runs/dev/dev-en-article.json", [(100, 1.0), (100, 1.0)])
+    n, difference, _, _ = script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([candidate]))
+    assert (n, difference) == (2, 50.0)
+    assert script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([article]))[0] == 0
