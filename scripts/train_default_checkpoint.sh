@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Rebuild assets/littlebird-qa from ../shared/data: every stage of the recipe, then the dev scores.
+# The recipe from ../shared/data: every stage, then the dev scores. The default checkpoint is two runs of it
+# around the healing of the source encoder (the model card's stages 1-16):
+#
+#   OUT=runs/export scripts/train_default_checkpoint.sh      # stages 1-11
+#   scripts/healing_pilot.sh long                             # stage 12: runs/mlm-long
+#   INIT_ENCODER=runs/mlm-long/model FROM_STUDENT=runs/export RUNS=runs/healed-short OUT=assets/littlebird-qa \
+#     scripts/train_default_checkpoint.sh                     # stages 13-16
 #
 #   scripts/train_default_checkpoint.sh                 # one process, CPU or GPU
 #   LAUNCH="accelerate launch --multi_gpu --num_processes 8" scripts/train_default_checkpoint.sh
