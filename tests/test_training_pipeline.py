@@ -629,11 +629,11 @@ def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_pa
     assert not (tmp_path / "damaged").exists() and not (tmp_path / "unfinished").exists()
 
 
-@pytest.mark.parametrize("teacher_brought", [True, False])
-def test_the_healed_route_runs_its_stages_into_its_own_folders(tmp_path, teacher_brought):
-    # scripts/healing_pilot.sh short with a stand-in `python` that records each stage's command and writes
-    # a finished summary.json into its --output-dir; it fails at the dev files, which stops the route
-    # (set -e) after both exports. A teacher brought from a GPU makes the CPU healing and stage 8 unneeded.
+def _run_healing_pilot(tmp_path, mode, *, fail_at, short_teacher):
+    """scripts/healing_pilot.sh MODE with a stand-in `python` that records each stage's command in a list
+    and writes a finished summary.json into its --output-dir; it fails at the module ``fail_at``, which stops
+    the script (set -e) there. ``short_teacher``: the shorter route's stage 8 is there, finished, as one
+    brought from a GPU. -> (return code, each stage's command as words, the runs folder)"""
     import sys
 
     bin_dir, runs, calls = tmp_path / "bin", tmp_path / "runs", tmp_path / "calls"
@@ -642,22 +642,30 @@ def test_the_healed_route_runs_its_stages_into_its_own_folders(tmp_path, teacher
     stand_in.write_text(f'''#!/usr/bin/env bash
 if [ "$1" = -c ] || [ "$1" = - ]; then exec {sys.executable} "$@"; fi
 echo "$*" >> {calls}
-[ "$2" = littlebird.training.data ] && exit 1
+[ "$2" = {fail_at} ] && exit 1
 prev=""; for a in "$@"; do
   [ "$prev" = --output-dir ] && mkdir -p "$a" && echo '{{"step": 1, "total_steps": 1}}' > "$a/summary.json"; prev=$a
 done
 exit 0
 ''')
     stand_in.chmod(0o755)
-    if teacher_brought:
+    if short_teacher:
         (runs / "healed-short" / "c7-teacher").mkdir(parents=True)
         (runs / "healed-short" / "c7-teacher" / "summary.json").write_text('{"step": 2677, "total_steps": 2677}')
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNS": str(runs), "PYTHON": str(stand_in),
-           "NO_JEMALLOC": "1", "THREADS": "1"}
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "healing_pilot.sh"), "short"], capture_output=True,
+           "NO_JEMALLOC": "1", "THREADS": "1", "GUARD": "0"}
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "healing_pilot.sh"), mode], capture_output=True,
                             text=True, timeout=120, env=env)
-    assert result.returncode != 0  # the stand-in's dev files
-    stages = [line.split() for line in calls.read_text().splitlines()]
+    return result.returncode, [line.split() for line in calls.read_text().splitlines()], runs
+
+
+@pytest.mark.parametrize("teacher_brought", [True, False])
+def test_the_healed_route_runs_its_stages_into_its_own_folders(tmp_path, teacher_brought):
+    # scripts/healing_pilot.sh short: it stops at the dev files, after both exports. A teacher brought from a
+    # GPU makes the CPU healing and stage 8 unneeded.
+    returncode, stages, runs = _run_healing_pilot(tmp_path, "short", fail_at="littlebird.training.data",
+                                                  short_teacher=teacher_brought)
+    assert returncode != 0  # the stand-in's dev files
     modules = [words[1] for words in stages]
 
     def option(words, name):
@@ -680,33 +688,12 @@ exit 0
 
 @pytest.mark.parametrize("short_teacher", [True, False])
 def test_the_whole_healed_recipe_starts_from_the_healed_encoder(tmp_path, short_teacher):
-    # scripts/healing_pilot.sh recipe with a stand-in `python` (as above) that fails at its first teacher,
-    # which stops the recipe (set -e): the healing first, then stage 1 from the healed encoder; stage 8 is the
-    # shorter route's teacher where that one finished, and no link to a teacher that is not there.
-    import sys
-
-    bin_dir, runs, calls = tmp_path / "bin", tmp_path / "runs", tmp_path / "calls"
-    bin_dir.mkdir()
-    stand_in = bin_dir / "python"
-    stand_in.write_text(f'''#!/usr/bin/env bash
-if [ "$1" = -c ] || [ "$1" = - ]; then exec {sys.executable} "$@"; fi
-echo "$*" >> {calls}
-[ "$2" = littlebird.training.teacher ] && exit 1
-prev=""; for a in "$@"; do
-  [ "$prev" = --output-dir ] && mkdir -p "$a" && echo '{{"step": 1, "total_steps": 1}}' > "$a/summary.json"; prev=$a
-done
-exit 0
-''')
-    stand_in.chmod(0o755)
-    if short_teacher:
-        (runs / "healed-short" / "c7-teacher").mkdir(parents=True)
-        (runs / "healed-short" / "c7-teacher" / "summary.json").write_text('{"step": 2677, "total_steps": 2677}')
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNS": str(runs), "PYTHON": str(stand_in),
-           "NO_JEMALLOC": "1", "THREADS": "1", "GUARD": "0"}
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "healing_pilot.sh"), "recipe"], capture_output=True,
-                            text=True, timeout=120, env=env)
-    assert result.returncode != 0  # the stand-in's teacher
-    stages = [line.split() for line in calls.read_text().splitlines()]
+    # scripts/healing_pilot.sh recipe, stopped at its first teacher: the healing first, then stage 1 from the
+    # healed encoder; stage 8 is the shorter route's teacher where that one finished, and no link to a
+    # teacher that is not there.
+    returncode, stages, runs = _run_healing_pilot(tmp_path, "recipe", fail_at="littlebird.training.teacher",
+                                                  short_teacher=short_teacher)
+    assert returncode != 0  # the stand-in's teacher
     assert [words[1] for words in stages][:2] == ["littlebird.training.mlm", "littlebird.training.teacher"]
     teacher = stages[1]
     assert teacher[teacher.index("--init-encoder") + 1] == str(runs / "mlm-long" / "model")
