@@ -7,7 +7,7 @@
 # MODEL_DIR defaults to assets/littlebird-qa, RESULTS_DIR to runs/card. A result file already in
 # RESULTS_DIR is not computed again, so the command resumes, and the four files of
 # scripts/compare_to_shipped.sh (same reader, same threads) can be copied in first. DEV (default runs/dev)
-# holds the dev files, written first if missing. About 25 minutes of 2 cores with bf16 units; THREADS
+# holds the dev files, written first if missing. About 20 minutes of 2 cores with bf16 units; THREADS
 # sets the evaluation's threads (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
