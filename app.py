@@ -7,7 +7,7 @@ Serves the LittleBird QA demo. The checkpoint is ``assets/littlebird-qa`` unless
 
 import os
 
-from app.ui import build_demo
+from littlebird.app.ui import build_demo
 
 demo = build_demo(os.environ.get("LITTLEBIRD_CHECKPOINT") or None)
 

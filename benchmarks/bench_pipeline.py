@@ -127,7 +127,7 @@ def make_variant(model, variant: str):
     if variant == "student-bf16-linear":
         return optimize_for_cpu(half_depth(model), "bf16-linear")
     if variant == "cuda":
-        from app.models import pick_device  # the app's own choice of device and dtype
+        from littlebird.app.models import pick_device  # the app's own choice of device and dtype
 
         device, dtype = pick_device()
         if device.type != "cuda":

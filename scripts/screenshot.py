@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.examples import find_example  # noqa: E402
-from app.ui import build_demo  # noqa: E402
+from littlebird.app.examples import find_example  # noqa: E402
+from littlebird.app.ui import build_demo  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -21,11 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.asking import answer_document  # noqa: E402
-from app.errors import DocumentError  # noqa: E402
-from app.examples import load_examples  # noqa: E402
-from app.limits import Limits  # noqa: E402
-from app.models import load_model  # noqa: E402
+from littlebird.app.asking import answer_document  # noqa: E402
+from littlebird.app.errors import DocumentError  # noqa: E402
+from littlebird.app.examples import load_examples  # noqa: E402
+from littlebird.app.limits import Limits  # noqa: E402
+from littlebird.app.models import load_model  # noqa: E402
 from littlebird.inference import resolve_cpu_mode  # noqa: E402
 
 QUESTION = "When did work on the station begin?"

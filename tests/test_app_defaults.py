@@ -20,10 +20,10 @@ from collections.abc import Iterator
 import gradio as gr
 import pytest
 
-from app import models, ui
-from app.asking import DEFAULT_THRESHOLD, answer_document
-from app.errors import DocumentError
-from app.examples import find_example
+from littlebird.app import models, ui
+from littlebird.app.asking import DEFAULT_THRESHOLD, answer_document
+from littlebird.app.errors import DocumentError
+from littlebird.app.examples import find_example
 from littlebird.reader import (DEFAULT_MAX_LENGTH, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, default_stride, question_prefix,
                                special_ids, tokenize_questions)
 from tests.qa_factories import model_answerable_at, qa_tokenizer

@@ -14,10 +14,10 @@ import torch
 from torch import nn
 from transformers import BertConfig, BertModel
 
-from app import asking, explorer, models
-from app.clean import clean_document
-from app.qa import answer_with_attention
-from app.upload import read_pasted_text
+from littlebird.app import asking, explorer, models
+from littlebird.app.clean import clean_document
+from littlebird.app.qa import answer_with_attention
+from littlebird.app.upload import read_pasted_text
 from littlebird.baselines import (
     BaselineQAAdapter,
     convert_bert_to_bigbird_taper,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.examples import find_example
+from littlebird.app.examples import find_example
 from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from app.clean import clean_document
-from app.decode import RawDocument
-from app.errors import DocumentError
-from app.upload import read_pasted_text, read_upload
+from littlebird.app.clean import clean_document
+from littlebird.app.decode import RawDocument
+from littlebird.app.errors import DocumentError
+from littlebird.app.upload import read_pasted_text, read_upload
 from littlebird.vocabulary import TAG_TOKENS
 from tests.qa_factories import assert_linked, encode_document, qa_tokenizer
 

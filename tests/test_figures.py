@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from app import figures
+from littlebird.app import figures
 from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows

@@ -12,7 +12,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app.examples import load_examples
+from littlebird.app.examples import load_examples
 from tests.ui_support import long_document, served_app, wait_for_reading, watch_readings
 
 CONCURRENT = 10

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import asking
-from app.errors import DocumentError
-from app.limits import DEFAULT_MAX_CHARACTERS, Limits
+from littlebird.app import asking
+from littlebird.app.errors import DocumentError
+from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, Limits
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
 from littlebird.window_ranking import chunk_scores, reading_order, term_table

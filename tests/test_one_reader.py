@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.asking import DEFAULT_THRESHOLD, answer_document
-from app.clean import clean_document
-from app.examples import find_example
-from app.qa import answer_question
-from app.upload import read_pasted_text
+from littlebird.app.asking import DEFAULT_THRESHOLD, answer_document
+from littlebird.app.clean import clean_document
+from littlebird.app.examples import find_example
+from littlebird.app.qa import answer_question
+from littlebird.app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
 from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from app.clean import clean_document
-from app.qa import Answer, answer_question, answer_with_attention
-from app.upload import read_pasted_text, read_upload
+from littlebird.app.clean import clean_document
+from littlebird.app.qa import Answer, answer_question, answer_with_attention
+from littlebird.app.upload import read_pasted_text, read_upload
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from app import asking, documents, explorer, models, payloads, ui
-from app.cancellation import Cancellation
-from app.clean import clean_document
-from app.errors import DocumentError
-from app.examples import choose_example, find_example, load_examples
-from app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
-from app.qa import Answer, QAResult
-from app.upload import read_pasted_text, read_upload
+from littlebird.app import asking, documents, explorer, models, payloads, ui
+from littlebird.app.cancellation import Cancellation
+from littlebird.app.clean import clean_document
+from littlebird.app.errors import DocumentError
+from littlebird.app.examples import choose_example, find_example, load_examples
+from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
+from littlebird.app.qa import Answer, QAResult
+from littlebird.app.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingStopped
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
@@ -303,7 +303,7 @@ def test_the_limits_come_from_the_environment():
 def test_a_document_over_the_token_limit_is_refused_before_the_model_reads_it(settings, monkeypatch):
     monkeypatch.setenv("LITTLEBIRD_MAX_TOKENS", "20")  # 160 characters pass, but they are more than 20 tokens
     calls = []
-    monkeypatch.setattr("app.qa.read", lambda *args, **kwargs: calls.append("read"))
+    monkeypatch.setattr("littlebird.app.qa.read", lambda *args, **kwargs: calls.append("read"))
     with pytest.raises(DocumentError, match=r"tokens long; this app reads at most 20 tokens per question"):
         asking.ask("paste", "When?", settings, pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, "
                                                   "and the volume is in Paris.")

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from app.decode import decode_bytes, looks_like_html
-from app.errors import DocumentError
-from app.upload import read_pasted_text, read_upload
+from littlebird.app.decode import decode_bytes, looks_like_html
+from littlebird.app.errors import DocumentError
+from littlebird.app.upload import read_pasted_text, read_upload
 
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 

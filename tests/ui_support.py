@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from app import models, ui
+from littlebird.app import models, ui
 from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
 TEST_MODEL = "tiny-test-model"
@@ -136,7 +136,7 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
             reading.ended_at = time.monotonic()
             reading.ended.set()
 
-    monkeypatch.setattr("app.qa.read", watched_read)
+    monkeypatch.setattr("littlebird.app.qa.read", watched_read)
     return readings
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app import figures
-from app.models import LoadedModel, load_model
+from littlebird.app import figures
+from littlebird.app.models import LoadedModel, load_model
 
 
 def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import html
 import itertools
 from typing import Any
 
-from app.clean import Document
-from app.models import LoadedModel
-from app.qa import QAResult
+from littlebird.app.clean import Document
+from littlebird.app.models import LoadedModel
+from littlebird.app.qa import QAResult
 from littlebird.language import detect_language
 
 N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns

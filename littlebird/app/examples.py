@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "assets" / "examples"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
 LANGUAGES = ("en", "ko")
 
 

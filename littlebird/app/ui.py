@@ -13,7 +13,7 @@ import threading
 
 import gradio as gr
 
-from app.asking import (
+from littlebird.app.asking import (
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
     DEFAULT_N_BEST,
@@ -25,12 +25,12 @@ from app.asking import (
     ask,
     explain,
 )
-from app.cancellation import Cancellation
-from app.errors import DocumentError
-from app.limits import MAX_HTML_CHARACTERS, Limits
-from app.examples import choose_example, load_examples
-from app.explorer import explore, explorer_plots, slopes_figure
-from app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
+from littlebird.app.cancellation import Cancellation
+from littlebird.app.errors import DocumentError
+from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
+from littlebird.app.examples import choose_example, load_examples
+from littlebird.app.explorer import explore, explorer_plots, slopes_figure
+from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
 from littlebird.window_ranking import term_table

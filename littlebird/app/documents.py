@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from app.clean import Document, clean_document
-from app.errors import DocumentError
-from app.fetch import fetch_document
-from app.limits import Limits, check_characters
-from app.upload import read_pasted_text, read_upload
+from littlebird.app.clean import Document, clean_document
+from littlebird.app.errors import DocumentError
+from littlebird.app.fetch import fetch_document
+from littlebird.app.limits import Limits, check_characters
+from littlebird.app.upload import read_pasted_text, read_upload
 
 SOURCES = ("paste", "url", "upload")
 _DOCUMENTS_KEPT = 16

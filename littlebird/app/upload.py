@@ -3,8 +3,8 @@
 import os
 from pathlib import Path
 
-from app.decode import RawDocument, decode_bytes, looks_like_html
-from app.errors import DocumentError
+from littlebird.app.decode import RawDocument, decode_bytes, looks_like_html
+from littlebird.app.errors import DocumentError
 
 ALLOWED_SUFFIXES = (".html", ".htm", ".txt", ".md")
 _HTML_SUFFIXES = (".html", ".htm")

@@ -15,15 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app import figures
-from app.clean import Document
-from app.documents import Report, read_document, silent
-from app.explorer import explorer_plots
-from app.fetch import looks_like_address
-from app.limits import Limits
-from app.models import LoadedModel, load_model
-from app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
-from app.qa import QAResult, answer_question
+from littlebird.app import figures
+from littlebird.app.clean import Document
+from littlebird.app.documents import Report, read_document, silent
+from littlebird.app.explorer import explorer_plots
+from littlebird.app.fetch import looks_like_address
+from littlebird.app.limits import Limits
+from littlebird.app.models import LoadedModel, load_model
+from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
+from littlebird.app.qa import QAResult, answer_question
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, window_attention
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens

@@ -15,8 +15,8 @@ import numpy as np
 import trafilatura
 from lxml import etree, html as lxml_html
 
-from app.decode import RawDocument
-from app.errors import DocumentError
+from littlebird.app.decode import RawDocument
+from littlebird.app.errors import DocumentError
 from littlebird.language import detect_language
 from littlebird.vocabulary import neutralize_special_strings
 

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
-from app.decode import RawDocument, decode_bytes, looks_like_html
-from app.errors import DocumentError
+from littlebird.app.decode import RawDocument, decode_bytes, looks_like_html
+from littlebird.app.errors import DocumentError
 
 MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = (301, 302, 303, 307, 308)

@@ -9,5 +9,5 @@ scores; language detection and answer tidying live in `littlebird.language` and
 `payloads` (its HTML and JSON), `limits` (how much and how long one question may read), `examples`,
 `explorer` and `figures` (the attention plots), `cancellation` (which questions are still wanted)
 and `ui` (the Gradio page). Import them directly; this package imports nothing heavy so that
-`import app` stays cheap. Errors meant for the user are `app.errors.DocumentError`.
+`import littlebird.app` stays cheap. Errors meant for the user are `littlebird.app.errors.DocumentError`.
 """

@@ -10,8 +10,8 @@ them, what the caller made of the best answer's attention.
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from app.clean import Document
-from app.limits import check_tokens
+from littlebird.app.clean import Document
+from littlebird.app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, encode_text, model_device, read

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-_REPOSITORY = Path(__file__).resolve().parent.parent
+_REPOSITORY = Path(__file__).resolve().parents[2]
 DEFAULT_CHECKPOINT = str(_REPOSITORY / "assets" / "littlebird-qa")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _MODELS_KEPT = 2  # the default and one the user picked in the settings
