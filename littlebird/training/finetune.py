@@ -10,12 +10,25 @@ long-context model folder, or the shipped ``assets/littlebird-qa``) when no teac
 
 from __future__ import annotations
 
-from .options import add_data_arguments, short_context_features
-from .student import student_stage_main
+from dataclasses import dataclass
+
+from ..command_options import parse_options
+from .options import ShortDataOptions, short_context_features
+from .student import StudentOptions, train_saved_student
+
+
+@dataclass(kw_only=True)
+class FinetuneOptions(ShortDataOptions, StudentOptions):
+    """The fine-tuning stage: a saved student on paragraph windows, gold labels only."""
+
+
+def run(args: FinetuneOptions) -> None:
+    """Fine-tune ``args.student_dir`` into ``<output_dir>/model`` (resuming from ``state.pt``)."""
+    train_saved_student(args, short_context_features)
 
 
 def main(argv=None) -> None:
-    student_stage_main(argv, __doc__, lambda parser: add_data_arguments(parser, max_length=384), short_context_features)
+    run(parse_options(FinetuneOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

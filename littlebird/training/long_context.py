@@ -14,12 +14,25 @@ cuts them, so the paragraph skill is practised while long inputs are learnt.
 
 from __future__ import annotations
 
-from .options import add_long_context_data_arguments, long_context_features
-from .student import student_stage_main
+from dataclasses import dataclass
+
+from ..command_options import parse_options
+from .options import LongDataOptions, long_context_features
+from .student import StudentOptions, train_saved_student
+
+
+@dataclass(kw_only=True)
+class LongContextOptions(LongDataOptions, StudentOptions):
+    """The long-context stage: a saved student on long windows, optionally mixed with paragraph windows."""
+
+
+def run(args: LongContextOptions) -> None:
+    """Train ``args.student_dir`` on long windows into ``<output_dir>/model`` (resuming from ``state.pt``)."""
+    train_saved_student(args, long_context_features)
 
 
 def main(argv=None) -> None:
-    student_stage_main(argv, __doc__, add_long_context_data_arguments, long_context_features)
+    run(parse_options(LongContextOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

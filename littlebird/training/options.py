@@ -1,23 +1,25 @@
-"""What the training stages share: their command-line options and what the options build.
+"""What the training stages share: their groups of options (dataclasses) and what the options build.
 
 - data: the short-input windows of the teacher and distillation stages, the long documents of the
   long-context and baseline stages (the same options and seed give the same windows in both);
 - Padding Insertion, for the stages whose collator inserts virtual paddings;
-- what trains: word embeddings always frozen, optionally the lowest layers, attention dropout.
+- what trains: word embeddings always frozen, optionally the lowest layers.
+
+A stage's options class inherits the groups it uses (see :mod:`littlebird.command_options`).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..modeling_littlebird import LittleBirdQAHead
+from ..command_options import Options, option
 from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
 
@@ -25,19 +27,49 @@ def _question_limits(args) -> list[tuple[str, int | None]]:
     return [("en", args.max_en_questions), ("ko", args.max_ko_questions)]
 
 
-def add_data_arguments(parser: argparse.ArgumentParser, *, max_length: int) -> None:
-    """The short-input stages' data options (teacher, distillation)."""
-    parser.add_argument("--data-dir", default="../shared/data")
-    parser.add_argument("--dev-fraction", type=float, default=0.1)
-    parser.add_argument("--max-en-questions", type=int, default=None, help="subset of English training questions")
-    parser.add_argument("--max-ko-questions", type=int, default=None, help="subset of Korean training questions")
-    parser.add_argument("--max-length", type=int, default=max_length)
-    parser.add_argument("--doc-stride", type=int, default=max_length // 2)
-    parser.add_argument("--unanswerable-rate", type=float, default=0.1,
-                        help="share of answer-less windows of long contexts kept (they teach 'no answer here')")
-    parser.add_argument("--ko-repeat", type=int, default=1,
-                        help="each Korean window this many times per pass (3,784 Korean training questions "
-                             "against 77,561 English ones)")
+DATA_ENVIRONMENT = "LITTLEBIRD_DATA"
+
+
+def data_folder(given: str | None) -> str:
+    """The QA data folder: ``given``, else ``$LITTLEBIRD_DATA``; a clear error naming both when neither is set."""
+    folder = given or os.environ.get(DATA_ENVIRONMENT)
+    if not folder:
+        raise ValueError(f"no data folder: give --data-dir (littlebird train: --data) or set {DATA_ENVIRONMENT} to "
+                         "the folder whose qa/ holds squad-v1.1-train.json.gz and ko-wiki-mrc-4192.json.gz")
+    return folder
+
+
+@dataclass(kw_only=True)
+class DataOptions(Options):
+    """Where the QA data is and which training questions a stage reads."""
+
+    data_dir: str | None = option(None, f"the data folder (its qa/ holds the QA files); default ${DATA_ENVIRONMENT}")
+    dev_fraction: float = option(0.1, "share of articles held out as the dev split")
+    max_en_questions: int | None = option(None, "subset of English training questions (default: all)")
+    max_ko_questions: int | None = option(None, "subset of Korean training questions (default: all)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.data_dir = data_folder(self.data_dir)
+
+
+@dataclass(kw_only=True)
+class ShortDataOptions(DataOptions):
+    """The short-input stages' windows (teacher, distillation, fine-tuning): question + paragraph."""
+
+    max_length: int = option(384, "tokens per window")
+    doc_stride: int | None = option(None, "tokens between window starts (default: half of max_length)")
+    unanswerable_rate: float = option(0.1, "share of answer-less windows of long contexts kept (they teach "
+                                           "'no answer here')")
+    ko_repeat: int = option(1, "each Korean window this many times per pass (3,784 Korean training questions "
+                               "against 77,561 English ones)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.doc_stride is None:
+            self.doc_stride = self.max_length // 2
+        if self.ko_repeat < 1:
+            raise ValueError(f"ko_repeat must be at least 1, got {self.ko_repeat}")
 
 
 def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
@@ -61,10 +93,7 @@ def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False)
         windows = paragraph_windows(corpus, tokenizer, [(language, limit)], max_length=args.max_length,
                                     stride=args.doc_stride, unanswerable_rate=args.unanswerable_rate,
                                     with_sentence_ends=with_sentence_ends, seed=args.seed)
-        repeat = getattr(args, "ko_repeat", 1) if language == "ko" else 1
-        if repeat < 1:
-            raise ValueError(f"--ko-repeat must be at least 1, got {repeat}")
-        features += windows * repeat
+        features += windows * (args.ko_repeat if language == "ko" else 1)
     return features
 
 
@@ -85,20 +114,19 @@ def long_documents(articles: list[dict], language: str, *, html_share: float, pa
     return article_documents(html, html=True) + article_documents(plain, html=False)
 
 
-def add_long_context_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """The long-input stages' data options (long context, baselines)."""
-    parser.add_argument("--data-dir", default="../shared/data")
-    parser.add_argument("--dev-fraction", type=float, default=0.1)
-    parser.add_argument("--max-en-questions", type=int, default=None)
-    parser.add_argument("--max-ko-questions", type=int, default=None)
-    parser.add_argument("--max-length", type=int, default=4096)
-    parser.add_argument("--unanswerable-rate", type=float, default=0.02)
-    parser.add_argument("--html-share", type=float, default=0.5)
-    parser.add_argument("--ko-passages-per-document", type=int, default=12)
-    parser.add_argument("--short-en-questions", type=int, default=0,
-                        help="also train on the short windows of this many English questions (keeps the paragraph skill)")
-    parser.add_argument("--short-ko-questions", type=int, default=0, help="the same for Korean questions")
-    parser.add_argument("--short-max-length", type=int, default=384, help="the short windows' length")
+@dataclass(kw_only=True)
+class LongDataOptions(DataOptions):
+    """The long-input stages' windows: whole articles and multi-passage pages, one window per question
+    around its answer, optionally mixed with paragraph windows."""
+
+    max_length: int = option(4096, "tokens per long window")
+    unanswerable_rate: float = option(0.02, "share of the documents' answer-less windows kept")
+    html_share: float = option(0.5, "share of documents rendered as the app's cleaner renders HTML")
+    ko_passages_per_document: int = option(12, "Korean passages joined into one page")
+    short_en_questions: int = option(0, "also train on the paragraph windows of this many English questions "
+                                        "(keeps the paragraph skill)")
+    short_ko_questions: int = option(0, "the same for Korean questions")
+    short_max_length: int = option(384, "the paragraph windows' length")
 
 
 def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
@@ -126,11 +154,12 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
     return features
 
 
-def add_padding_insertion_arguments(parser: argparse.ArgumentParser) -> None:
-    """Padding Insertion's options, read by :class:`littlebird.training.batching.QACollator`."""
-    parser.add_argument("--pi-probability", type=float, default=0.2,
-                        help="Padding Insertion: chance of virtual paddings after each sentence end")
-    parser.add_argument("--pi-max-padding", type=int, default=256, help="at most this many virtual paddings")
+@dataclass(kw_only=True)
+class PaddingInsertionOptions(Options):
+    """Padding Insertion (paper section 3.4), read by :class:`littlebird.training.batching.QACollator`."""
+
+    pi_probability: float = option(0.2, "chance of virtual paddings after each sentence end")
+    pi_max_padding: int = option(256, "at most this many virtual paddings")
 
 
 def padding_insertion_collator(args, tokenizer) -> QACollator:
@@ -161,67 +190,27 @@ def freeze_lower_layers(model: nn.Module, count: int) -> None:
         encoder.encoder.pack_embeddings.requires_grad_(False)
 
 
-def set_attention_dropout(model: nn.Module, probability: float) -> None:
-    """Dropout on the attention probabilities of the teacher, of LittleBird, or of a model holding the
-    encoder as ``.bert`` (the masked-LM stage).
+@dataclass(kw_only=True)
+class TrainableOptions(Options):
+    """What a stage trains (word embeddings are always frozen) and whether it only builds its windows."""
 
-    On CPU, scaled_dot_product_attention with dropout leaves the fused kernel for the math one:
-    about 4x slower attention at 384 tokens, most of a teacher step (benchmarks/bench_training.py).
-    """
-    config = getattr(model, "config", None)
-    if config is not None:
-        config.attention_probs_dropout_prob = probability  # LittleBird reads it at every forward
-    bert = getattr(getattr(model, "littlebird", model), "bert", None)
-    if bert is not None:
-        bert.config.attention_probs_dropout_prob = probability
-        for module in bert.modules():
-            if type(module).__name__.endswith("SelfAttention"):
-                module.dropout.p = probability
+    freeze_layers: int = option(0, "keep the embeddings and the lowest N encoder layers fixed (no backward "
+                                   "below them)")
+    features_only: bool = option(False, "only build and save the windows (features.pt) and stop, before any "
+                                        "model is read")
 
 
-def add_features_only_argument(parser: argparse.ArgumentParser) -> None:
-    """``--features-only``: build the stage's windows into ``<output-dir>/features.pt`` and stop."""
-    parser.add_argument("--features-only", action="store_true",
-                        help="only build and save the windows (features.pt) and stop, before any model is read: "
-                             "prepared on one machine while another trains, the stage then starts at once")
-
-
-def add_trainable_arguments(parser: argparse.ArgumentParser) -> None:
-    """What a stage trains: frozen lower layers and attention dropout."""
-    parser.add_argument("--freeze-layers", type=int, default=0,
-                        help="keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
-    parser.add_argument("--attention-dropout", type=float, default=0.0,
-                        help="dropout on attention probabilities (0: the fused CPU attention kernel stays usable)")
-    parser.add_argument("--train-only", choices=("all", "answerable"), default="all",
-                        help="'answerable': only the QA head's answerable part learns (the [CLS] MLP that says "
-                             "'no answer here' and ranks a long document's windows); the encoder and the span "
-                             "head stay as they are, so answers inside a window do not change")
-
-
-def apply_trainable_arguments(model: nn.Module, args) -> None:
-    """Word embeddings stay frozen; then ``--freeze-layers`` and ``--attention-dropout``."""
+def apply_trainable_options(model: nn.Module, args) -> None:
+    """Word embeddings stay frozen; then ``freeze_layers``."""
     freeze_word_embeddings(model)
     freeze_lower_layers(model, args.freeze_layers)
-    if getattr(args, "train_only", "all") == "answerable":
-        train_answerable_only(model)
-    set_attention_dropout(model, args.attention_dropout)
-
-
-def train_answerable_only(model: nn.Module) -> None:
-    """Everything but the QA head's answerable MLP stops learning (``--train-only answerable``)."""
-    heads = [module for module in model.modules() if isinstance(module, LittleBirdQAHead)]
-    if len(heads) != 1:
-        raise ValueError(f"--train-only answerable needs one LittleBird QA head, found {len(heads)}")
-    model.requires_grad_(False)
-    heads[0].answerable_dense.requires_grad_(True)
-    heads[0].answerable.requires_grad_(True)
 
 
 FEATURES_FILE = "features.pt"
 # Options that only say how long to run, when to save and where: a chunk of a stage may change them
-# (scripts/in_chunks.sh's --max-minutes, a shortened --max-steps) and still reuse the windows.
+# (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
-                     "snapshots", "schedule_minutes", "features_only", "train_only"}
+                     "snapshots", "features_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
 _NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None}
@@ -230,7 +219,7 @@ _NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None}
 def cached_features(args, build: Callable[[], list]) -> list:
     """``build()``'s windows, kept in ``<output-dir>/features.pt`` for the next process of the same stage.
 
-    A stage run in chunks (``scripts/in_chunks.sh``) starts a new process every few minutes; building
+    A stage that is stopped and resumed starts a new process each time; building
     the windows again (tokenizing tens of thousands of questions, splitting Korean sentences with
     Kiwi) took about two minutes of each on 2 cores. The file is reused only when every other option
     is the same, so a changed data option, seed or rate builds anew.
