@@ -51,12 +51,18 @@ def _questions(lines: Iterable[str]) -> Iterable[tuple[Any, str]]:
 
 def _source(document: str) -> dict[str, Any]:
     """What :func:`littlebird.app.asking.ask` takes for a file path, a web address or ``-`` (standard input)."""
+    from pathlib import Path
+
+    from .app.errors import DocumentError
     from .app.fetch import looks_like_address
 
     if document == "-":
         return {"source": "paste", "pasted": sys.stdin.read()}
     if looks_like_address(document):
         return {"source": "url", "url": document}
+    if not Path(document).is_file():
+        raise DocumentError(f"{document} is no file; give an .html, .htm, .txt or .md file, an http(s) address, "
+                            "or - for standard input")
     return {"source": "upload", "upload": document}
 
 
@@ -74,7 +80,7 @@ def _print_answer(payload: dict, out: TextIO) -> None:
         out.write(payload["message"] + "\n")
 
 
-def _ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from .app.asking import Settings, ask
     from .app.errors import DocumentError
     from .app.models import CheckpointError
@@ -87,13 +93,14 @@ def _ask(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                             no_answer_threshold=args.threshold)
     except ValueError as error:
         raise SystemExit(str(error)) from None
-    source = _source(args.document)
+    out = out or sys.stdout
 
     def answer(question: str) -> dict:
         view = ask(question=question, settings=settings, **source)
         return api_payload(view.result, view.document)
 
     try:
+        source = _source(args.document)
         if args.question is not None:
             payload = answer(args.question)
             if args.json:
