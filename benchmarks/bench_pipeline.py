@@ -51,7 +51,6 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lxml import html as lxml_html  # noqa: E402
 

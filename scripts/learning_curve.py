@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from littlebird.training.loop import MODEL_DIR, SNAPSHOT_DIR, STATE_FILE  # noqa: E402
 

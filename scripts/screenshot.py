@@ -11,11 +11,9 @@ default), opens the attention explorer and saves the whole page.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from littlebird.app.examples import find_example  # noqa: E402
 from littlebird.app.ui import build_demo  # noqa: E402

@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
