@@ -13,7 +13,7 @@ from littlebird.training.loop import MODEL_DIR, STATE_FILE
 from littlebird.training.recipe import STAGES, load_recipe
 from tests.training_toys import write_tiny_bert, write_toy_data
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMON = {"dev_fraction": 0.5, "batch_size": 2, "log_every": 1, "lr": 1.0e-3}
 
 

@@ -31,7 +31,9 @@ from littlebird.training.options import (FEATURES_FILE, LongDataOptions, ShortDa
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 COMMON = ["--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1", "--lr", "1e-3"]
 
 

@@ -16,7 +16,7 @@ from littlebird.app.qa import Answer, answer_question, answer_with_attention
 from littlebird.app.upload import read_pasted_text, read_upload
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
-PAGES = Path(__file__).parent / "fixtures" / "pages"
+PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """LittleBird on a CUDA device: both attention backends against the dense reference, and a bf16 training step.
 
-Skipped where no GPU is present (CI and the 2-core machines); scripts/gpu/pipeline.sh's machines run it.
+Skipped where no GPU is present (CI and the 2-core machines); a machine with a GPU runs it (`python -m pytest -m cuda`).
 FlexAttention needs head dimensions of at least 16 there, hence hidden 64 over 4 heads.
 """
 
@@ -9,7 +9,7 @@ import torch
 
 from tests.littlebird_factories import tiny_qa_model, with_backend
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 SIZES = dict(hidden_size=64, intermediate_size=128)
 
 

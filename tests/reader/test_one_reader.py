@@ -24,7 +24,7 @@ from littlebird.checkpoint import load_qa_model
 from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "assets" / "littlebird-qa"
+CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa"
 
 
 def example_document():

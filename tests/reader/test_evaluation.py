@@ -100,7 +100,7 @@ def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
 
 
 def _load_comparison_script():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_conversions.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_conversions.py"
     spec = importlib.util.spec_from_file_location("compare_conversions", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

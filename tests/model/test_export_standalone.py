@@ -16,7 +16,7 @@ from littlebird.convert import main as convert_main
 from littlebird.training import export
 from tests.encoder_toys import write_toy_encoder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CARD = REPO / "assets" / "littlebird-qa" / "README.md"
 CARD_PATH = '"littlebird-qa-standalone"'  # the folder name the card's lines load
 TOKENIZED = "[QUESTION] what is <p> the capital"

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from littlebird.training.loop import LOG_FILE
 from tests.training_toys import write_tiny_bert, write_toy_data
+import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -20,10 +20,10 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]  # fmt: skip
-README_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 ANSWER_TIMEOUT_MS = 90_000  # a 5K-token document on two busy cores, plus the attention rerun
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
 
 
 @pytest.fixture(scope="module")

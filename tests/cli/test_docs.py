@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 CARD = ROOT / "assets" / "littlebird-qa" / "README.md"
 TRAINING_LOG = ROOT / "docs" / "training-log.md"  # the history: the one document allowed to narrate

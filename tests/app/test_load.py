@@ -15,6 +15,8 @@ from gradio_client.exceptions import AppError
 from littlebird.app.examples import load_examples
 from tests.ui_support import long_document, served_app, wait_for_reading, watch_readings
 
+pytestmark = pytest.mark.slow
+
 CONCURRENT = 10
 TIME_LIMIT_S = 150  # generous for two shared cores; a hung queue fails long before pytest's own limits
 TWO_MEGABYTES = "Jikji was printed with movable metal type in 1377. " * 40_000  # 2.04 million characters

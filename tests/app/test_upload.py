@@ -9,7 +9,7 @@ from littlebird.app.decode import decode_bytes, looks_like_html
 from littlebird.app.errors import DocumentError
 from littlebird.app.upload import read_pasted_text, read_upload
 
-PAGES = Path(__file__).parent / "fixtures" / "pages"
+PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 
 
 def test_reads_fixture_pages_from_paths():

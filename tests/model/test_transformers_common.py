@@ -23,7 +23,9 @@ import transformers
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering, LittleBirdModel
 from littlebird.checkpoint import cache_dir
 
-pytest.importorskip("parameterized", reason="transformers' common tests need `parameterized` (requirements-test.txt)")
+pytestmark = pytest.mark.network
+
+pytest.importorskip("parameterized", reason="transformers' common tests need `parameterized` (the test extra)")
 
 PACKAGE = "transformers_common_tests"
 _SHIMS = {

@@ -10,7 +10,7 @@ import pytest
 
 from littlebird.cli import PASSED_THROUGH, main as littlebird
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ISS = ROOT / "assets" / "examples" / "en-international-space-station.html"
 QUESTION = "Who was the American commander of Expedition 1?"
 

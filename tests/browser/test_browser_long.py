@@ -8,10 +8,10 @@ import re
 import pytest
 
 from littlebird.reader import DEFAULT_MAX_WINDOWS
-from tests.test_browser import CHROMIUM, browser, page, paste_and_ask, shown_document, wait_for_new_answer  # noqa: F401
+from tests.browser.test_browser import CHROMIUM, browser, page, paste_and_ask, shown_document, wait_for_new_answer  # noqa: F401
 from tests.ui_support import long_document
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
 
 
 def paste_large(page, text: str) -> None:
