@@ -49,7 +49,7 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # (the sigmoid of its answerable logit; a later, lower-ranked window then rarely wins), or once
 # MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with DEFAULT_GIVE_UP_BELOW (the best-matching
 # parts show no sign of the answer, as most windows of an unrelated article). Against reading every window
-# (scripts/max_windows_sweep.py; docs/training-log.md, 2026-11-27), up to 10 with both rules reads 5.1 windows
+# (docs/training-log.md, 2026-11-27), up to 10 with both rules reads 5.1 windows
 # a question on whole English articles for +0.2 F1, 2.3 on Korean pages and 5.3 on the long English file for
 # the same F1; the best 5 without them read 5 for -0.8 and -2.0. A window costs 0.3-0.55 s on 2 cores.
 DEFAULT_MAX_WINDOWS = 10

@@ -2,27 +2,27 @@
 # LittleBird next to the seeds' other two conversions, BigBird + TAPER and Longformer, on equal
 # terms, ending with the README's table (accuracy by context length; latency and memory at 4K and 16K).
 #
-#   scripts/compare_conversions.sh          # after scripts/train_default_checkpoint.sh (it needs runs/c1-teacher)
+#   scripts/compare_conversions.sh   # after `littlebird train recipes/default.yaml --until-stage teacher` (runs/default/teacher)
 #
 # Every step skips what an earlier run already wrote, so a rerun resumes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DATA=${DATA:-../shared/data}
+DATA=${DATA:-${LITTLEBIRD_DATA:?set LITTLEBIRD_DATA to the data folder}}
 RUNS=${RUNS:-runs}
 LAUNCH=${LAUNCH:-python}
 SCALE=${SCALE:-1}
-TEACHER=${TEACHER:-$RUNS/c1-teacher/model}    # what the student was converted from: the baselines' source too
+TEACHER=${TEACHER:-runs/default/teacher/model}    # what the student was converted from: the baselines' source too
 LAYERS=${LAYERS:-12}                           # the student's depth (the README's table: the earlier 6-layer one, LAYERS=6)
 STUDENT=${STUDENT:-assets/littlebird-qa}
 EN_QUESTIONS=${EN_QUESTIONS:-2500}
 KO_QUESTIONS=${KO_QUESTIONS:-2500}
 EVAL_QUESTIONS=${EVAL_QUESTIONS:-100}
-ARTICLE_QUESTIONS=${ARTICLE_QUESTIONS:-40}     # the student's cap in train_default_checkpoint.sh
+ARTICLE_QUESTIONS=${ARTICLE_QUESTIONS:-40}     # the cap the model card uses for Korean pages
 minutes() { python -c "print($1 * $SCALE)"; }
 
 # 1. Each baseline from the teacher's encoder (the student's LAYERS layers), then trained on stage 3's data as
-#    train_default_checkpoint.sh gives it to LittleBird: same options, seed, batch, rate and steps. The budget is
+#    recipes/default.yaml gives it to LittleBird (stage long): same options, seed, batch, rate and steps. The budget is
 #    the 40 x 4 windows, not stage 3's time box: on CPU Longformer's steps take about 3x LittleBird's, and a box
 #    would cut it short. Each run's log.txt has its wall time.
 for kind in bigbird-taper longformer; do
@@ -34,7 +34,7 @@ for kind in bigbird-taper longformer; do
 done
 
 # 1b. An ablation: LittleBird without its distillation stage (the teacher converted, --max-steps 0, then stage 3
-#     exactly as train_default_checkpoint.sh runs it), to tell what distillation brings from what attention does.
+#     exactly as recipes/default.yaml runs it), to tell what distillation brings from what attention does.
 [ -d "$RUNS/convert-only/model" ] || python -m littlebird.training.distill --teacher-dir "$TEACHER" --data-dir "$DATA" \
   --output-dir "$RUNS/convert-only" --num-layers "$LAYERS" --max-en-questions 1 --max-ko-questions 1 --max-steps 0
 [ -d "$RUNS/long-no-distill/model" ] || $LAUNCH -m littlebird.training.long_context \

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CANDIDATE=${1:?usage: scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]}
-RESULTS=${2:-runs/compare}; DEV=${DEV:-runs/dev}; DATA=${DATA:-../shared/data}; THREADS=${THREADS:-2}
+RESULTS=${2:-runs/compare}; DEV=${DEV:-runs/dev}; DATA=${DATA:-${LITTLEBIRD_DATA:?set LITTLEBIRD_DATA to the data folder}}; THREADS=${THREADS:-2}
 SHIPPED=${SHIPPED:-assets/littlebird-qa}; PY=${PYTHON:-python}
 
 FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article"

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-assets/littlebird-qa}; RESULTS=${2:-runs/card}
-DEV=${DEV:-runs/dev}; DATA=${DATA:-../shared/data}; THREADS=${THREADS:-2}; PY=${PYTHON:-python}
+DEV=${DEV:-runs/dev}; DATA=${DATA:-${LITTLEBIRD_DATA:?set LITTLEBIRD_DATA to the data folder}}; THREADS=${THREADS:-2}; PY=${PYTHON:-python}
 
 FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-en-long dev-ko-long
   dev-en-unanswerable dev-ko-unanswerable dev-en-near-miss dev-ko-near-miss"
