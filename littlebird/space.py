@@ -15,7 +15,7 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from huggingface_hub import HfApi
+from huggingface_hub import CommitInfo, HfApi
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -122,7 +122,10 @@ def _prepare(directory: Path, root: Path) -> None:
         for entry in directory.iterdir():
             if entry.name == ".git":  # a clone of the Space stays a clone: the rewrite is its next commit
                 continue
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
     directory.mkdir(parents=True, exist_ok=True)
 
 
@@ -140,8 +143,11 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY) -> Path
     directory, root = Path(directory).expanduser().resolve(), Path(root).expanduser().resolve()
     _check_root(root)
     _prepare(directory, root)
+    # The marker first: a folder left half written by an error is still ours to rewrite.
+    (directory / ".gitattributes").write_text(SPACE_MARKER + "\n", encoding="utf-8")
     readme = space_readme(root / "README.md")
-    for relative in [*SPACE_SOURCES, *(i for i in readme_images(readme) if (root / i).is_file())]:
+    images = [i for i in readme_images(readme) if (root / i).is_file() and (root / i).resolve().is_relative_to(root)]
+    for relative in [*SPACE_SOURCES, *images]:
         source, target = root / relative, directory / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
@@ -154,7 +160,7 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY) -> Path
     return directory
 
 
-def push_space(directory: str | Path, repo_id: str, *, token: str | None = None):
+def push_space(directory: str | Path, repo_id: str, *, token: str | None = None) -> CommitInfo:
     """Upload a folder written by :func:`write_space` to the Space ``repo_id`` ("owner/name"), creating it if needed.
 
     ``token`` defaults to the one huggingface_hub finds (``HF_TOKEN`` or ``hf auth login``). Returns
