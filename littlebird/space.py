@@ -1,0 +1,174 @@
+"""A Hugging Face Space from the working tree: the folder `littlebird space DIR` writes, and its upload.
+
+:func:`write_space` copies what the app needs to run (``app.py``, the ``littlebird`` package, the
+checkpoint and the examples) and writes the three files a Space reads: ``requirements.txt`` (from
+``pyproject.toml``), ``README.md`` (the Space's front matter, then the repository README) and
+``.gitattributes`` (what Git LFS stores). The folder can be pushed with git as it is, or uploaded
+with :func:`push_space`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+from huggingface_hub import CommitInfo, HfApi
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+# What the Space runs, relative to the repository root; no history, tests, benchmarks, docs or scripts.
+SPACE_SOURCES = ("app.py", "LICENSE", "littlebird", "assets/littlebird-qa", "assets/examples")
+_NOT_COPIED = shutil.ignore_patterns("__pycache__", "*.py[co]", "tests")
+
+# The Hub refuses a push with a file over 10 MiB, or any binary file, that Git LFS does not store.
+LFS_THRESHOLD_BYTES = 10 * 1024 * 1024
+LFS_ATTRIBUTES = "filter=lfs diff=lfs merge=lfs -text"
+# The first line of the .gitattributes we write: it tells a folder written here from any other.
+SPACE_MARKER = "# Written by littlebird.space.write_space (`littlebird space`): the files Git LFS stores."
+
+FRONT_MATTER = {
+    "title": "LittleBird QA",
+    "emoji": "🐦",
+    "colorFrom": "indigo",
+    "colorTo": "green",
+    "sdk": "gradio",
+    "sdk_version": None,  # the installed gradio's version, filled in by space_readme
+    "python_version": '"3.11"',  # quoted: YAML would read 3.11 as a number
+    "app_file": "app.py",
+    "pinned": "false",
+    "license": "apache-2.0",
+    "short_description": "Question answering over long Korean and English documents",
+}
+_LEADING_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^---[ \t]*(\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_LOCAL_IMAGE = re.compile(r"!\[[^\]]*\]\((?!\w+://|/|#)([^)\s]+)\)")
+
+
+def space_requirements(pyproject: Path) -> str:
+    """``requirements.txt`` for the Space: ``[project]`` dependencies plus the ``app`` extra, as written there."""
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    requirements = list(dict.fromkeys([*project["dependencies"], *project["optional-dependencies"]["app"]]))
+    header = f"# Generated from {pyproject.name} by littlebird.space.write_space: [project] dependencies and the app extra."
+    return "\n".join([header, *requirements]) + "\n"
+
+
+def space_readme(readme: Path) -> str:
+    """The Space's README: its front matter (gradio at the installed version), then ``readme`` without its own."""
+    fields = {**FRONT_MATTER, "sdk_version": importlib.metadata.version("gradio")}
+    front_matter = "\n".join(f"{key}: {value}" for key, value in fields.items())
+    body = _LEADING_FRONT_MATTER.sub("", readme.read_text(encoding="utf-8"), count=1).lstrip("\n")
+    return f"---\n{front_matter}\n---\n\n{body}"
+
+
+def readme_images(readme_text: str) -> list[str]:
+    """The local files the README shows as images (``![...](docs/screenshot.png)``), relative paths."""
+    return list(dict.fromkeys(_LOCAL_IMAGE.findall(readme_text)))
+
+
+def is_binary(path: Path) -> bool:
+    """Whether git would call ``path`` binary: a NUL byte in its first 8,000 bytes."""
+    with path.open("rb") as file:
+        return b"\0" in file.read(8000)
+
+
+def needs_lfs(path: Path) -> bool:
+    """Whether the Hub wants ``path`` in Git LFS: over 10 MiB, or binary."""
+    return path.stat().st_size > LFS_THRESHOLD_BYTES or is_binary(path)
+
+
+def _lfs_pattern(directory: Path, path: Path) -> str:
+    """A gitattributes pattern for one file: its extension for a binary format, else its own path."""
+    relative = path.relative_to(directory).as_posix()
+    if is_binary(path) and re.fullmatch(r"\.[A-Za-z0-9]+", path.suffix):
+        return f"*{path.suffix}"
+    # Anchored path; glob characters and spaces (which end a gitattributes pattern) match as '?'.
+    return "/" + re.sub(r"[\s*?\[\]\\]", "?", relative)
+
+
+def space_gitattributes(directory: Path) -> str:
+    """``.gitattributes`` sending ``*.safetensors`` and every file :func:`needs_lfs` in ``directory`` through LFS."""
+    patterns = ["*.safetensors"]
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and ".git" not in p.relative_to(directory).parts):
+        if needs_lfs(path):
+            patterns.append(_lfs_pattern(directory, path))
+    return "\n".join([SPACE_MARKER, *(f"{p} {LFS_ATTRIBUTES}" for p in dict.fromkeys(patterns))]) + "\n"
+
+
+def is_space_folder(directory: Path) -> bool:
+    """Whether ``directory`` was written by :func:`write_space` (its .gitattributes starts with our marker)."""
+    attributes = Path(directory) / ".gitattributes"
+    return attributes.is_file() and attributes.read_text(encoding="utf-8").startswith(SPACE_MARKER + "\n")
+
+
+def _check_root(root: Path) -> None:
+    for relative in ("pyproject.toml", "README.md", *SPACE_SOURCES):
+        if not (root / relative).exists():
+            raise ValueError(f"{root} is not a LittleBird QA checkout: it has no {relative}; "
+                             "write the Space from the repository's working tree (root=...).")
+
+
+def _prepare(directory: Path, root: Path) -> None:
+    """Make ``directory`` an empty folder to write into, refusing one that holds anything but an earlier Space."""
+    if root.is_relative_to(directory) or any(directory.is_relative_to(root / s) for s in SPACE_SOURCES):
+        raise ValueError(f"{directory} overlaps the files it would be written from ({root}); choose a folder outside them.")
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"{directory} exists and is not a directory; give a new or empty directory.")
+    if directory.is_dir() and any(directory.iterdir()):
+        if not is_space_folder(directory):
+            raise ValueError(f"{directory} exists and is not empty, and is not a Space folder written by "
+                             "write_space; give a new or empty directory.")
+        for entry in directory.iterdir():
+            if entry.name == ".git":  # a clone of the Space stays a clone: the rewrite is its next commit
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+
+
+def write_space(directory: str | Path, *, root: str | Path = REPOSITORY) -> Path:
+    """Write into ``directory`` the files a Hugging Face Space needs, from the working tree at ``root``.
+
+    The folder holds ``app.py``, the ``littlebird`` package (without ``__pycache__`` or tests), the
+    checkpoint ``assets/littlebird-qa``, ``assets/examples``, LICENSE, the images the README shows, a
+    ``requirements.txt`` from ``pyproject.toml``, a ``README.md`` with the Space's front matter and a
+    ``.gitattributes`` that puts large and binary files in Git LFS, so that a ``git push`` of it to a
+    Space is accepted. Raises ValueError for a directory that exists and is not empty, unless an
+    earlier call wrote it (then it is rewritten, keeping a ``.git`` inside), and for a ``root`` that
+    is not a checkout. Returns the directory, resolved.
+    """
+    directory, root = Path(directory).expanduser().resolve(), Path(root).expanduser().resolve()
+    _check_root(root)
+    _prepare(directory, root)
+    # The marker first: a folder left half written by an error is still ours to rewrite.
+    (directory / ".gitattributes").write_text(SPACE_MARKER + "\n", encoding="utf-8")
+    readme = space_readme(root / "README.md")
+    images = [i for i in readme_images(readme) if (root / i).is_file() and (root / i).resolve().is_relative_to(root)]
+    for relative in [*SPACE_SOURCES, *images]:
+        source, target = root / relative, directory / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=_NOT_COPIED)
+        else:
+            shutil.copy2(source, target)
+    (directory / "requirements.txt").write_text(space_requirements(root / "pyproject.toml"), encoding="utf-8")
+    (directory / "README.md").write_text(readme, encoding="utf-8")
+    (directory / ".gitattributes").write_text(space_gitattributes(directory), encoding="utf-8")
+    return directory
+
+
+def push_space(directory: str | Path, repo_id: str, *, token: str | None = None) -> CommitInfo:
+    """Upload a folder written by :func:`write_space` to the Space ``repo_id`` ("owner/name"), creating it if needed.
+
+    ``token`` defaults to the one huggingface_hub finds (``HF_TOKEN`` or ``hf auth login``). Returns
+    huggingface_hub's ``CommitInfo``; raises ValueError for a folder that :func:`write_space` did not write.
+    """
+    if not is_space_folder(Path(directory)):
+        raise ValueError(f"{directory} is not a Space folder written by write_space; run `littlebird space {directory}` first.")
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
+    return api.upload_folder(repo_id=repo_id, folder_path=str(directory), repo_type="space",
+                             commit_message="Update the Space from littlebird space")
