@@ -23,7 +23,7 @@ import yaml
 from littlebird import space
 from littlebird.space import LFS_ATTRIBUTES, LFS_THRESHOLD_BYTES, push_space, space_readme, write_space
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def files_in(folder: Path) -> dict[str, int]:
