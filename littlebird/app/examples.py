@@ -1,4 +1,5 @@
-"""The example documents shipped in ``assets/examples``: what they are and their suggested questions."""
+"""The example documents shipped in ``assets/examples`` (see :mod:`littlebird.assets`): what they are and their
+suggested questions."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+from littlebird.assets import asset_path
+
+EXAMPLES_DIR = asset_path("examples")
 LANGUAGES = ("en", "ko")
 
 

@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from littlebird.assets import asset_path
+
 _REPOSITORY = Path(__file__).resolve().parents[2]
-DEFAULT_CHECKPOINT = str(_REPOSITORY / "assets" / "littlebird-qa")
+DEFAULT_CHECKPOINT = str(asset_path("littlebird-qa"))
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _MODELS_KEPT = 2  # the default and one the user picked in the settings
 
