@@ -150,7 +150,7 @@ def _space(args: argparse.Namespace) -> int:
     from .space import push_space, write_space
 
     try:
-        folder = write_space(args.directory)
+        folder = write_space(args.directory, root=args.root)
     except ValueError as error:
         raise SystemExit(f"littlebird space: {error}") from None
     print(f"wrote the Space into {folder}")
@@ -203,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     space = commands.add_parser("space", help="write the files of a Hugging Face Space (and upload them)")
     space.add_argument("directory", help="the folder to write")
+    space.add_argument("--root", default=".", help="the checkout whose files it takes (default: the current folder)")
     space.add_argument("--push", metavar="OWNER/NAME", help="upload the folder to this Space")
     space.set_defaults(handler=_space)
 

@@ -106,7 +106,7 @@ def _check_root(root: Path) -> None:
     for relative in ("pyproject.toml", "README.md", *SPACE_SOURCES):
         if not (root / relative).exists():
             raise ValueError(f"{root} is not a LittleBird QA checkout: it has no {relative}; "
-                             "write the Space from the repository's working tree (root=...).")
+                             "write the Space from the repository's working tree (--root, or root= in Python).")
 
 
 def _prepare(directory: Path, root: Path) -> None:
