@@ -468,6 +468,20 @@ def attention_backend(name: str):
         raise ValueError(f"attention_backend must be one of {sorted(USW_ATTENTION_BACKENDS)}, got {name!r}") from None
 
 
+def check_config(config: LittleBirdConfig) -> None:
+    """Raise a ValueError naming what does not fit in ``config`` before a model is built from it.
+
+    The config takes any values, as transformers' configs do (its ``ConfigTester`` builds them with a hidden
+    size of 37 and 12 heads); only a model needs the sizes to fit together.
+    """
+    if config.num_attention_heads < 1 or config.hidden_size % config.num_attention_heads:
+        raise ValueError(f"hidden_size ({config.hidden_size}) must be a multiple of num_attention_heads "
+                         f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions")
+    if config.block_size < 1 or config.pack_size < 1:
+        raise ValueError(f"block_size and pack_size must be >= 1, got {config.block_size} and {config.pack_size}")
+    attention_backend(config.attention_backend)
+
+
 class LittleBirdEmbeddings(nn.Module):
     """Word + token type embeddings, LayerNorm, dropout. No absolute positions: BiALiBi carries them."""
 
@@ -700,10 +714,10 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
     """The bare LittleBird encoder: token ids of any length -> hidden states, in linear time and memory."""
 
     def __init__(self, config: LittleBirdConfig):
+        check_config(config)  # sizes that do not fit and an unknown backend fail here, not at the first forward
         super().__init__(config)
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
-        attention_backend(config.attention_backend)  # an unknown name fails here, not at the first forward
         self.post_init()
 
     def get_input_embeddings(self):
