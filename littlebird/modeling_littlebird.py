@@ -7,7 +7,8 @@ One file holds everything a forward pass needs, section 3 of the paper read top 
 - ``usw_attention_blocked``: USWAttn(X, C_P), one softmax over [K(C_P); K(X)] with bias [D_P; D],
   where each block of b queries sees its own block, both neighbours, the first (global) block
   and the s packed vectors. Nothing of size n x n is ever built.
-- ``LittleBirdLayer``: P' = LN(C_P + P), A = LN(C_X + X), X' = LN(FFN(A) + A).
+- ``LittleBirdLayer``: P' = LN(C_P + P), A = LN(C_X + X), X' = LN(FFN(A) + A); the last layer has no P',
+  which no later layer would read.
 - ``LittleBirdForQuestionAnswering``: the QA head of appendix A.2.
 
 Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pack size, H hidden.
@@ -16,6 +17,7 @@ Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pa
 import collections
 import functools
 import math
+import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -538,15 +540,32 @@ def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p
     return projections.merge_heads(out), weights
 
 
-class LittleBirdLayer(nn.Module):
-    """One LittleBird layer (figure 1): pack, unpack & sliding window, feed-forward."""
+def _drop_unused_pack_layer_norm(layer, state_dict, prefix, *args):
+    """Load-state-dict pre-hook of a layer without P': checkpoints from before it had none hold its pack
+    LayerNorm, never trained (P' fed no later layer); drop it rather than report it unexpected."""
+    for name in LittleBirdLayer.PACK_UPDATE_KEYS:
+        state_dict.pop(prefix + name, None)
 
-    def __init__(self, config: LittleBirdConfig):
+
+class LittleBirdLayer(nn.Module):
+    """One LittleBird layer (figure 1): pack, unpack & sliding window, feed-forward.
+
+    ``updates_pack=False`` makes the last layer: it still packs (its unpack attention reads C_P) but computes
+    no P' = LN(C_P + P), which no later layer would read, so it holds no ``pack_layer_norm``, whose weights
+    would never get a gradient (and DDP would need ``find_unused_parameters``).
+    """
+
+    # The tensors of P' = LN(C_P + P) that a layer without it leaves out of its state dict.
+    PACK_UPDATE_KEYS = ("pack_layer_norm.weight", "pack_layer_norm.bias")
+
+    def __init__(self, config: LittleBirdConfig, *, updates_pack: bool = True):
         super().__init__()
         H, eps = config.hidden_size, config.layer_norm_eps
         self.config = config
         self.pack_attention = AttentionProjections(config)
-        self.pack_layer_norm = nn.LayerNorm(H, eps=eps)
+        self.pack_layer_norm = nn.LayerNorm(H, eps=eps) if updates_pack else None
+        if not updates_pack:
+            self.register_load_state_dict_pre_hook(_drop_unused_pack_layer_norm)
         self.attention = AttentionProjections(config)
         self.attention_layer_norm = nn.LayerNorm(H, eps=eps)
         self.bialibi = BiALiBi(config.num_attention_heads)
@@ -557,11 +576,12 @@ class LittleBirdLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, p, geometry: BlockGeometry, output_attentions=False):
+        """(X (B, n, H), P (B, s, H)) -> (X', P' or None in the last layer, attentions or None)."""
         attn_dropout = self.config.attention_probs_dropout_prob if self.training else 0.0
-        # C_P = Attn(P, X);  P' = LayerNorm(C_P + P)
+        # C_P = Attn(P, X);  P' = LayerNorm(C_P + P), for the next layer
         c_p, pack_weights = pack_attention(self.pack_attention, p, x, geometry.key_valid, attn_dropout, output_attentions)
         c_p = self.dropout(c_p)
-        p_next = self.pack_layer_norm(c_p + p)
+        p_next = None if self.pack_layer_norm is None else self.pack_layer_norm(c_p + p)
         # C_X = USWAttn(X, C_P): the unpack attention's own K and V read both C_P and X
         att = self.attention
         q = att.split_heads(att.query(x))  # (B, h, n, d)
@@ -594,10 +614,18 @@ class LittleBirdEncoder(nn.Module):
     def __init__(self, config: LittleBirdConfig):
         super().__init__()
         self.pack_embeddings = nn.Parameter(torch.empty(config.pack_size, config.hidden_size))
-        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config) for _ in range(config.num_hidden_layers))
+        last = config.num_hidden_layers - 1
+        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config, updates_pack=index < last)
+                                   for index in range(config.num_hidden_layers))
+
+    def unused_checkpoint_keys(self) -> list[str]:
+        """Patterns of the tensors old checkpoints hold and this encoder has no use for: the last layer's pack
+        LayerNorm. For ``from_pretrained``, which loads tensors without the layer's load_state_dict hook."""
+        return [rf"encoder\.layer\.{index}\.{re.escape(name)}$" for index, layer in enumerate(self.layer)
+                if layer.pack_layer_norm is None for name in LittleBirdLayer.PACK_UPDATE_KEYS]
 
     def forward(self, x, geometry, output_attentions=False, output_hidden_states=False, length=None):
-        """x (B, nb * b, H) -> (x', P', hidden states, attentions). Hidden states cover the first ``length``
+        """x (B, nb * b, H) -> (x', hidden states, attentions). Hidden states cover the first ``length``
         tokens (the input before padding to blocks) and are the tensors the next layer reads, so gradients
         reach them (``retain_grad``)."""
         B, padded = x.shape[:2]
@@ -615,17 +643,13 @@ class LittleBirdEncoder(nn.Module):
                 attentions += (layer_attentions,)
         if output_hidden_states:
             hidden_states += (x[:, :n],)
-        return x, p, hidden_states, attentions
+        return x, hidden_states, attentions
 
 
 @dataclass
 class LittleBirdModelOutput(BaseModelOutput):
-    """BaseModelOutput plus the last packed sequence P' (B, s, H).
-
-    ``attentions`` holds one :class:`LittleBirdAttentions` per layer (compact, never n x n).
-    """
-
-    pack_hidden_state: Optional[torch.Tensor] = None
+    """BaseModelOutput whose ``attentions`` hold one :class:`LittleBirdAttentions` per layer (compact, never
+    n x n)."""
 
 
 class LittleBirdPreTrainedModel(PreTrainedModel):
@@ -718,6 +742,8 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         super().__init__(config)
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
+        # Old checkpoints' last pack LayerNorm; a QA model's post_init gathers these from this child.
+        self._keys_to_ignore_on_load_unexpected = self.encoder.unused_checkpoint_keys()
         self.post_init()
 
     def get_input_embeddings(self):
@@ -764,14 +790,13 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         )
         x = self.embed(inputs, types)  # (B, nb * b, H)
         geometry = build_block_geometry(positions, mask.bool(), b, x.dtype)
-        x, p, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
+        x, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
         x = x[:, :n] if hidden_states is None else hidden_states[-1]  # (B, n, H)
         if attentions is not None:
             attentions = tuple(replace(a, length=n) for a in attentions)
         if not return_dict:
-            return tuple(t for t in (x, hidden_states, attentions, p) if t is not None)
-        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
-                                     pack_hidden_state=p)
+            return tuple(t for t in (x, hidden_states, attentions) if t is not None)
+        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions)
 
 
 @dataclass
@@ -789,7 +814,6 @@ class LittleBirdQuestionAnsweringOutput(QuestionAnsweringModelOutput):
     top_start_indices: Optional[torch.Tensor] = None
     top_start_logits: Optional[torch.Tensor] = None
     top_end_logits: Optional[torch.Tensor] = None
-    pack_hidden_state: Optional[torch.Tensor] = None
 
 
 class LittleBirdQAHead(nn.Module):
@@ -897,6 +921,5 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
             top_start_indices=top_starts,
             top_start_logits=top_start_logits,
             top_end_logits=top_end_logits,
-            pack_hidden_state=encoded.pack_hidden_state,
         )
         return output if return_dict else output.to_tuple()
