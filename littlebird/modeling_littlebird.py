@@ -283,9 +283,9 @@ class LittleBirdAttentions:
     Each query's local + global + packed weights sum to one.
 
     Where code expects a (B, h, n, n) tensor, ``shape`` is that of :meth:`to_dense`, which builds it
-    (for short inputs), and ``retain_grad()`` / ``grad`` act on the compact tensors. Only the pack
-    weights lie on the blocked backend's gradient path; ``local``, ``global_`` and ``packed`` are
-    copies taken beside the computation, so their ``.grad`` stays None.
+    (for short inputs), and ``retain_grad()`` / ``grad`` act on the compact tensors. All four are the
+    tensors the layer's output is computed from, so after ``retain_grad()`` a backward pass from the
+    output gives each a gradient (as do :meth:`block_map` and :meth:`to_dense`, built from them).
     """
 
     local: torch.Tensor
@@ -362,9 +362,11 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     [C_P; block 0; blocks q-1, q, q+1]; the bias and mask come from the geometry's terms times the
     slopes (one small product for every head at once). Without weights asked for, each block is one
     fused ``scaled_dot_product_attention`` with that bias as its float mask, so the (b, s + 4b) scores
-    never reach memory; with them, the scores are formed, biased and softmaxed in place. Query blocks
-    are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
-    without changing the result.
+    never reach memory; with them, the scores are formed, biased and softmaxed in place, and the output
+    is read from the three weight tensors returned, so gradients reach them (``retain_grad``). Query
+    blocks are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
+    without changing the result; weights of several chunks are returned joined, off that path, as the
+    layer only chunks without gradients.
     """
     B, h, n, d = q.shape
     b = geometry.block_size
@@ -387,17 +389,20 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         if output_attentions:
             probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
-            probs = torch.softmax(probs, dim=-1)
-            weights.append(probs.view(B, h, m, b, K))
+            probs = torch.softmax(probs, dim=-1).view(B, h, m, b, K)
+            # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
+            # gradient retained on them is the whole one (views split off beside the product would get none).
+            parts = probs.split([s, b, 3 * b], dim=-1)  # (B, h, m, b, s), (.., b), (.., 3b)
+            probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
+            weights.append(parts)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
         outputs.append(out.reshape(B, h, m * b, d))  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None
-    probs = torch.cat(weights, dim=2)
-    p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
+    p_packed, p_global, p_local = weights[0] if len(weights) == 1 else (torch.cat(w, dim=2) for w in zip(*weights))
     return out, (p_local, p_global, p_packed)
 
 

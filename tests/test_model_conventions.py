@@ -1,4 +1,5 @@
-"""What users of a transformers model expect of it: every parameter learns and old checkpoints load quietly."""
+"""What users of a transformers model expect of it: every parameter learns, old checkpoints load quietly,
+and the attention weights it returns take gradients."""
 
 import logging
 
@@ -92,6 +93,34 @@ def test_an_old_checkpoint_loads_through_from_pretrained_without_a_report(tmp_pa
     with torch.no_grad():
         torch.testing.assert_close(encoder_of(loaded.eval())(ids).last_hidden_state,
                                    encoder_of(model)(ids).last_hidden_state, atol=1e-5, rtol=1e-5)
+
+
+def test_retain_grad_works_on_every_returned_attention_tensor():
+    model = tiny_qa_model(seed=4, block_size=8, pack_size=4).train()
+    out = model.littlebird(batch(n=40)["input_ids"], output_attentions=True)
+    for attentions in out.attentions:
+        attentions.retain_grad()
+    out.last_hidden_state.sum().backward()
+    for layer, attentions in enumerate(out.attentions):
+        for name in ("local", "global_", "packed", "pack"):
+            grad = getattr(attentions, name).grad
+            assert grad is not None, (layer, name)
+            assert grad.shape == getattr(attentions, name).shape
+        assert attentions.grad is not None and attentions.grad.local is attentions.local.grad
+    # the window weights lie on the output's path: the last layer's local weights get a non-zero gradient
+    assert out.attentions[-1].local.grad.abs().sum() > 0 and out.attentions[-1].global_.grad.abs().sum() > 0
+
+
+def test_retain_grad_works_on_what_block_map_and_to_dense_build():
+    model = tiny_qa_model(seed=5, block_size=8, pack_size=4).train()
+    attentions = model.littlebird(batch(n=40)["input_ids"], output_attentions=True).attentions[0]
+    block_map, dense = attentions.block_map(), attentions.to_dense()
+    block_map.retain_grad()
+    dense.retain_grad()
+    attentions.retain_grad()
+    (block_map.sum() + (dense * torch.rand_like(dense)).sum()).backward()
+    assert block_map.grad is not None and dense.grad is not None
+    assert attentions.local.grad is not None and attentions.global_.grad is not None
 
 
 def test_the_attention_weights_change_nothing_in_the_output():
