@@ -14,11 +14,15 @@ class LittleBirdConfig(PreTrainedConfig):
     - ``pack_size`` (s): the number of packed vectors P carried from layer to layer.
     - ``attention_backend``: a key of ``littlebird.modeling_littlebird.USW_ATTENTION_BACKENDS``:
       ``"blocked"`` (hand-written, any device, trains) or ``"flex"`` (PyTorch FlexAttention;
-      CUDA training and compiled inference). The model checks the name when it is built.
+      CUDA training and compiled inference).
     - ``query_chunk_tokens``: at inference the blocked path processes query blocks in
       chunks of about this many tokens, which bounds the memory of its temporaries.
     - QA head: ``max_answer_length`` and ``top_k_starts`` are the decoding defaults;
       ``question_token_id`` is the id of the paper's ``[QUESTION]`` token.
+
+    As transformers' configs do, this one takes any values; the model checks that they fit together
+    (heads dividing the hidden size, positive block and pack sizes, a known backend) when it is built,
+    see :func:`littlebird.modeling_littlebird.check_config`.
 
     Where the weights came from (both None for a model built from scratch):
 
@@ -61,12 +65,6 @@ class LittleBirdConfig(PreTrainedConfig):
         super().__init__(
             pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs
         )
-        if hidden_size % num_attention_heads:
-            raise ValueError(
-                f"hidden_size ({hidden_size}) must be a multiple of num_attention_heads ({num_attention_heads})"
-            )
-        if block_size < 1 or pack_size < 1:
-            raise ValueError(f"block_size and pack_size must be >= 1, got {block_size} and {pack_size}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers

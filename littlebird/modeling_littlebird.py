@@ -7,7 +7,8 @@ One file holds everything a forward pass needs, section 3 of the paper read top 
 - ``usw_attention_blocked``: USWAttn(X, C_P), one softmax over [K(C_P); K(X)] with bias [D_P; D],
   where each block of b queries sees its own block, both neighbours, the first (global) block
   and the s packed vectors. Nothing of size n x n is ever built.
-- ``LittleBirdLayer``: P' = LN(C_P + P), A = LN(C_X + X), X' = LN(FFN(A) + A).
+- ``LittleBirdLayer``: P' = LN(C_P + P), A = LN(C_X + X), X' = LN(FFN(A) + A); the last layer has no P',
+  which no later layer would read.
 - ``LittleBirdForQuestionAnswering``: the QA head of appendix A.2.
 
 Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pack size, H hidden.
@@ -16,6 +17,7 @@ Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pa
 import collections
 import functools
 import math
+import re
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -281,9 +283,9 @@ class LittleBirdAttentions:
     Each query's local + global + packed weights sum to one.
 
     Where code expects a (B, h, n, n) tensor, ``shape`` is that of :meth:`to_dense`, which builds it
-    (for short inputs), and ``retain_grad()`` / ``grad`` act on the compact tensors. Only the pack
-    weights lie on the blocked backend's gradient path; ``local``, ``global_`` and ``packed`` are
-    copies taken beside the computation, so their ``.grad`` stays None.
+    (for short inputs), and ``retain_grad()`` / ``grad`` act on the compact tensors. All four are the
+    tensors the layer's output is computed from, so after ``retain_grad()`` a backward pass from the
+    output gives each a gradient (as do :meth:`block_map` and :meth:`to_dense`, built from them).
     """
 
     local: torch.Tensor
@@ -360,9 +362,11 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     [C_P; block 0; blocks q-1, q, q+1]; the bias and mask come from the geometry's terms times the
     slopes (one small product for every head at once). Without weights asked for, each block is one
     fused ``scaled_dot_product_attention`` with that bias as its float mask, so the (b, s + 4b) scores
-    never reach memory; with them, the scores are formed, biased and softmaxed in place. Query blocks
-    are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
-    without changing the result.
+    never reach memory; with them, the scores are formed, biased and softmaxed in place, and the output
+    is read from the three weight tensors returned, so gradients reach them (``retain_grad``). Query
+    blocks are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
+    without changing the result; weights of several chunks are returned joined, off that path, as the
+    layer only chunks without gradients.
     """
     B, h, n, d = q.shape
     b = geometry.block_size
@@ -385,17 +389,20 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         if output_attentions:
             probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
-            probs = torch.softmax(probs, dim=-1)
-            weights.append(probs.view(B, h, m, b, K))
+            probs = torch.softmax(probs, dim=-1).view(B, h, m, b, K)
+            # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
+            # gradient retained on them is the whole one (views split off beside the product would get none).
+            parts = probs.split([s, b, 3 * b], dim=-1)  # (B, h, m, b, s), (.., b), (.., 3b)
+            probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
+            weights.append(parts)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
         outputs.append(out.reshape(B, h, m * b, d))  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None
-    probs = torch.cat(weights, dim=2)
-    p_packed, p_global, p_local = probs.split([s, b, 3 * b], dim=-1)
+    p_packed, p_global, p_local = weights[0] if len(weights) == 1 else (torch.cat(w, dim=2) for w in zip(*weights))
     return out, (p_local, p_global, p_packed)
 
 
@@ -468,6 +475,20 @@ def attention_backend(name: str):
         raise ValueError(f"attention_backend must be one of {sorted(USW_ATTENTION_BACKENDS)}, got {name!r}") from None
 
 
+def check_config(config: LittleBirdConfig) -> None:
+    """Raise a ValueError naming what does not fit in ``config`` before a model is built from it.
+
+    The config takes any values, as transformers' configs do (its ``ConfigTester`` builds them with a hidden
+    size of 37 and 12 heads); only a model needs the sizes to fit together.
+    """
+    if config.num_attention_heads < 1 or config.hidden_size % config.num_attention_heads:
+        raise ValueError(f"hidden_size ({config.hidden_size}) must be a multiple of num_attention_heads "
+                         f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions")
+    if config.block_size < 1 or config.pack_size < 1:
+        raise ValueError(f"block_size and pack_size must be >= 1, got {config.block_size} and {config.pack_size}")
+    attention_backend(config.attention_backend)
+
+
 class LittleBirdEmbeddings(nn.Module):
     """Word + token type embeddings, LayerNorm, dropout. No absolute positions: BiALiBi carries them."""
 
@@ -524,15 +545,32 @@ def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p
     return projections.merge_heads(out), weights
 
 
-class LittleBirdLayer(nn.Module):
-    """One LittleBird layer (figure 1): pack, unpack & sliding window, feed-forward."""
+def _drop_unused_pack_layer_norm(layer, state_dict, prefix, *args):
+    """Load-state-dict pre-hook of a layer without P': checkpoints from before it had none hold its pack
+    LayerNorm, never trained (P' fed no later layer); drop it rather than report it unexpected."""
+    for name in LittleBirdLayer.PACK_UPDATE_KEYS:
+        state_dict.pop(prefix + name, None)
 
-    def __init__(self, config: LittleBirdConfig):
+
+class LittleBirdLayer(nn.Module):
+    """One LittleBird layer (figure 1): pack, unpack & sliding window, feed-forward.
+
+    ``updates_pack=False`` makes the last layer: it still packs (its unpack attention reads C_P) but computes
+    no P' = LN(C_P + P), which no later layer would read, so it holds no ``pack_layer_norm``, whose weights
+    would never get a gradient (and DDP would need ``find_unused_parameters``).
+    """
+
+    # The tensors of P' = LN(C_P + P) that a layer without it leaves out of its state dict.
+    PACK_UPDATE_KEYS = ("pack_layer_norm.weight", "pack_layer_norm.bias")
+
+    def __init__(self, config: LittleBirdConfig, *, updates_pack: bool = True):
         super().__init__()
         H, eps = config.hidden_size, config.layer_norm_eps
         self.config = config
         self.pack_attention = AttentionProjections(config)
-        self.pack_layer_norm = nn.LayerNorm(H, eps=eps)
+        self.pack_layer_norm = nn.LayerNorm(H, eps=eps) if updates_pack else None
+        if not updates_pack:
+            self.register_load_state_dict_pre_hook(_drop_unused_pack_layer_norm)
         self.attention = AttentionProjections(config)
         self.attention_layer_norm = nn.LayerNorm(H, eps=eps)
         self.bialibi = BiALiBi(config.num_attention_heads)
@@ -543,11 +581,12 @@ class LittleBirdLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, p, geometry: BlockGeometry, output_attentions=False):
+        """(X (B, n, H), P (B, s, H)) -> (X', P' or None in the last layer, attentions or None)."""
         attn_dropout = self.config.attention_probs_dropout_prob if self.training else 0.0
-        # C_P = Attn(P, X);  P' = LayerNorm(C_P + P)
+        # C_P = Attn(P, X);  P' = LayerNorm(C_P + P), for the next layer
         c_p, pack_weights = pack_attention(self.pack_attention, p, x, geometry.key_valid, attn_dropout, output_attentions)
         c_p = self.dropout(c_p)
-        p_next = self.pack_layer_norm(c_p + p)
+        p_next = None if self.pack_layer_norm is None else self.pack_layer_norm(c_p + p)
         # C_X = USWAttn(X, C_P): the unpack attention's own K and V read both C_P and X
         att = self.attention
         q = att.split_heads(att.query(x))  # (B, h, n, d)
@@ -580,10 +619,18 @@ class LittleBirdEncoder(nn.Module):
     def __init__(self, config: LittleBirdConfig):
         super().__init__()
         self.pack_embeddings = nn.Parameter(torch.empty(config.pack_size, config.hidden_size))
-        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config) for _ in range(config.num_hidden_layers))
+        last = config.num_hidden_layers - 1
+        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config, updates_pack=index < last)
+                                   for index in range(config.num_hidden_layers))
+
+    def unused_checkpoint_keys(self) -> list[str]:
+        """Patterns of the tensors old checkpoints hold and this encoder has no use for: the last layer's pack
+        LayerNorm. For ``from_pretrained``, which loads tensors without the layer's load_state_dict hook."""
+        return [rf"encoder\.layer\.{index}\.{re.escape(name)}$" for index, layer in enumerate(self.layer)
+                if layer.pack_layer_norm is None for name in LittleBirdLayer.PACK_UPDATE_KEYS]
 
     def forward(self, x, geometry, output_attentions=False, output_hidden_states=False, length=None):
-        """x (B, nb * b, H) -> (x', P', hidden states, attentions). Hidden states cover the first ``length``
+        """x (B, nb * b, H) -> (x', hidden states, attentions). Hidden states cover the first ``length``
         tokens (the input before padding to blocks) and are the tensors the next layer reads, so gradients
         reach them (``retain_grad``)."""
         B, padded = x.shape[:2]
@@ -601,17 +648,13 @@ class LittleBirdEncoder(nn.Module):
                 attentions += (layer_attentions,)
         if output_hidden_states:
             hidden_states += (x[:, :n],)
-        return x, p, hidden_states, attentions
+        return x, hidden_states, attentions
 
 
 @dataclass
 class LittleBirdModelOutput(BaseModelOutput):
-    """BaseModelOutput plus the last packed sequence P' (B, s, H).
-
-    ``attentions`` holds one :class:`LittleBirdAttentions` per layer (compact, never n x n).
-    """
-
-    pack_hidden_state: Optional[torch.Tensor] = None
+    """BaseModelOutput whose ``attentions`` hold one :class:`LittleBirdAttentions` per layer (compact, never
+    n x n)."""
 
 
 class LittleBirdPreTrainedModel(PreTrainedModel):
@@ -700,10 +743,12 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
     """The bare LittleBird encoder: token ids of any length -> hidden states, in linear time and memory."""
 
     def __init__(self, config: LittleBirdConfig):
+        check_config(config)  # sizes that do not fit and an unknown backend fail here, not at the first forward
         super().__init__(config)
         self.embeddings = LittleBirdEmbeddings(config)
         self.encoder = LittleBirdEncoder(config)
-        attention_backend(config.attention_backend)  # an unknown name fails here, not at the first forward
+        # Old checkpoints' last pack LayerNorm; a QA model's post_init gathers these from this child.
+        self._keys_to_ignore_on_load_unexpected = self.encoder.unused_checkpoint_keys()
         self.post_init()
 
     def get_input_embeddings(self):
@@ -750,14 +795,13 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         )
         x = self.embed(inputs, types)  # (B, nb * b, H)
         geometry = build_block_geometry(positions, mask.bool(), b, x.dtype)
-        x, p, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
+        x, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
         x = x[:, :n] if hidden_states is None else hidden_states[-1]  # (B, n, H)
         if attentions is not None:
             attentions = tuple(replace(a, length=n) for a in attentions)
         if not return_dict:
-            return tuple(t for t in (x, hidden_states, attentions, p) if t is not None)
-        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
-                                     pack_hidden_state=p)
+            return tuple(t for t in (x, hidden_states, attentions) if t is not None)
+        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions)
 
 
 @dataclass
@@ -775,7 +819,6 @@ class LittleBirdQuestionAnsweringOutput(QuestionAnsweringModelOutput):
     top_start_indices: Optional[torch.Tensor] = None
     top_start_logits: Optional[torch.Tensor] = None
     top_end_logits: Optional[torch.Tensor] = None
-    pack_hidden_state: Optional[torch.Tensor] = None
 
 
 class LittleBirdQAHead(nn.Module):
@@ -883,6 +926,5 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
             top_start_indices=top_starts,
             top_start_logits=top_start_logits,
             top_end_logits=top_end_logits,
-            pack_hidden_state=encoded.pack_hidden_state,
         )
         return output if return_dict else output.to_tuple()

