@@ -67,14 +67,6 @@ def test_model_card_metadata():
             assert f"{value:.1f}" in body, f"model-index value {value} is not in the card's text"
 
 
-def test_space_configuration():
-    meta = front_matter(README)
-    assert meta["sdk"] == "gradio" and meta.get("sdk_version")
-    assert isinstance(meta.get("python_version"), str), "python_version must be a quoted string (3.10 is not 3.1)"
-    assert (ROOT / meta["app_file"]).is_file()
-    assert meta.get("license") == "apache-2.0" and "Apache License" in (ROOT / "LICENSE").read_text(encoding="utf-8")
-
-
 def test_readme_links_resolve():
     missing = [t for t in link_targets(README) if not is_absolute(t) and not t.startswith("#")
                and not (ROOT / t.split("#")[0]).exists()]
