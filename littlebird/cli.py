@@ -27,9 +27,12 @@ PASSED_THROUGH = {
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import os
+
     from .app.ui import build_demo
 
-    build_demo(args.model).launch(server_name=args.host, server_port=args.port)
+    build_demo(args.model or os.environ.get("LITTLEBIRD_CHECKPOINT") or None).launch(server_name=args.host,
+                                                                                    server_port=args.port)
     return 0
 
 
