@@ -11,7 +11,7 @@ from littlebird.checkpoint import cache_dir, compact_state_dict, load_qa_model, 
 from littlebird.conversion import convert_e5_to_littlebird
 from tests.littlebird_factories import tiny_qa_model
 from tests.model.test_export_standalone import CARD, expected_card_answer
-from tests.test_model_conventions import transformers_warnings  # noqa: F401 (a fixture)
+from tests.model.test_model_conventions import transformers_warnings  # noqa: F401 (a fixture)
 
 
 @pytest.fixture()
