@@ -84,7 +84,10 @@ def _coerce(value: Any, kind: type, name: str) -> Any:
             return value
         raise ValueError(f"{name} is true or false, not {value!r}")
     if kind is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if kind is int and isinstance(value, int) and not isinstance(value, bool):
         return value
     if kind is str and isinstance(value, (str, int, float)) and not isinstance(value, bool):
