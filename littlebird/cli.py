@@ -84,6 +84,8 @@ def _print_answer(payload: dict, out: TextIO) -> None:
 
 
 def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from transformers.utils import logging as transformers_logging
+
     from .app.asking import Settings, ask
     from .app.errors import DocumentError
     from .app.models import CheckpointError
@@ -97,6 +99,7 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except ValueError as error:
         raise SystemExit(str(error)) from None
     out = out or sys.stdout
+    transformers_logging.disable_progress_bar()  # the checkpoint's "Loading weights" bar is no part of an answer
 
     def answer(question: str) -> dict:
         view = ask(question=question, settings=settings, **source)
