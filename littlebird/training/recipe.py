@@ -280,11 +280,17 @@ def describe_plan(recipe: Recipe, stages: list[PlannedStage]) -> str:
                       *lines])
 
 
-def run_recipe(recipe: Recipe, stages: list[PlannedStage], *, log=print) -> None:
-    """Run ``stages`` in order: a finished training stage is skipped, a stopped one resumes."""
+def _process_state():
+    """accelerate's view of the processes (one, or a launcher's world), as the training loop sees them: on a
+    machine without a GPU only ``cpu=True`` joins a torchrun world."""
+    import torch
     from accelerate import PartialState
 
-    state = PartialState()
+    return PartialState(cpu=not torch.cuda.is_available())
+
+
+def run_recipe(recipe: Recipe, stages: list[PlannedStage], *, log=print) -> None:
+    """Run ``stages`` in order: a finished training stage is skipped, a stopped one resumes."""
     for stage in stages:
         status = stage.status()
         if status == "done" or (status == "written" and stage.stage_kind.kept):
@@ -295,6 +301,7 @@ def run_recipe(recipe: Recipe, stages: list[PlannedStage], *, log=print) -> None
         if stage.stage_kind.trains:
             stage.stage_kind.runner()(stage.options)
         else:
+            state = _process_state()
             if state.is_main_process:
                 stage.stage_kind.runner()(stage.options)
             state.wait_for_everyone()
