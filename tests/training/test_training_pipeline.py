@@ -308,7 +308,7 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
 
 
 @pytest.mark.parametrize("stage", ["finetune", "teacher", "distill"])
-def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeypatch, stage):
+def test_a_resumed_stage_builds_its_windows_once(recipe, tmp_path, monkeypatch, stage):
     module = {"finetune": finetune, "teacher": teacher, "distill": distill}[stage]
     builds = []
     build = module.short_context_features
@@ -318,19 +318,19 @@ def test_a_stage_run_in_chunks_builds_its_windows_once(recipe, tmp_path, monkeyp
              "distill": ["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
                          "--init-from", str(recipe["runs"] / "distill" / MODEL_DIR)]}[stage]
     args = [*start, "--data-dir", str(recipe["data"]),
-            "--output-dir", str(tmp_path / "chunks"), "--max-length", "48", "--doc-stride", "16",
+            "--output-dir", str(tmp_path / "resumed"), "--max-length", "48", "--doc-stride", "16",
             "--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1"]
     module.main([*args, "--max-steps", "1", "--max-minutes", "5"])
-    saved = torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)
+    saved = torch.load(tmp_path / "resumed" / FEATURES_FILE, weights_only=False)
     assert builds == [1] and saved["features"] and saved["options"]["max_length"] == 48
-    # the next chunk: another time box and a longer schedule resume on the saved windows ...
+    # the rerun: another time box and a longer schedule resume on the saved windows ...
     module.main([*args, "--max-steps", "2", "--max-minutes", "3"])
     assert builds == [1]
-    assert any("resumed from" in line and "at step 1" in line for line in log_lines(tmp_path / "chunks"))
+    assert any("resumed from" in line and "at step 1" in line for line in log_lines(tmp_path / "resumed"))
     # ... and an option that shapes them (here the seed) builds them anew
     module.main([*args, "--max-steps", "2", "--seed", "7"])
     assert builds == [1, 1]
-    assert torch.load(tmp_path / "chunks" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
+    assert torch.load(tmp_path / "resumed" / FEATURES_FILE, weights_only=False)["options"]["seed"] == 7
 
 
 @pytest.mark.parametrize("stage", ["finetune", "teacher", "distill"])
