@@ -31,6 +31,7 @@ the widths; a stage that can run for hours in one process holds it flat.
     python benchmarks/bench_training.py --rss-minutes 60 --stage distill --teacher-dir runs/teacher/model \
         --init-from assets/littlebird-qa --run-dir runs/rss-distill --threads 1
     ... --pad-to-multiple-of 8      # the collators' old rounding, for comparison
+    ... --pad-to-multiple-of 8 --malloc-conf dirty_decay_ms:-1,muzzy_decay_ms:-1   # the old recipe
 
 The machines are shared: pause other work while it runs, and read ratios, not absolute times.
 """
@@ -197,6 +198,8 @@ def main(argv=None) -> None:
     memory.add_argument("--allocator", choices=("jemalloc", "glibc"),
                         default="jemalloc" if os.path.exists(JEMALLOC) else "glibc",
                         help="jemalloc (preloaded, default settings) where libjemalloc2 is installed")
+    memory.add_argument("--malloc-conf", default=None,
+                        help="jemalloc's MALLOC_CONF (the old recipe's: dirty_decay_ms:-1,muzzy_decay_ms:-1)")
     memory.add_argument("--pad-to-multiple-of", type=int, default=None,
                         help="override the collator's rounding of batch widths (8: as before the fix)")
     memory.add_argument("--rss-every", type=float, default=30.0, help="seconds between samples")
@@ -331,9 +334,11 @@ def rss_run(args) -> None:
     widths_file.unlink(missing_ok=True)
     threads = args.threads or 1
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    env.pop("MALLOC_CONF", None)  # the allocator's defaults
+    env.pop("MALLOC_CONF", None)  # the allocator's defaults unless --malloc-conf
     if args.allocator == "jemalloc":
         env["LD_PRELOAD"] = JEMALLOC
+        if args.malloc_conf:
+            env["MALLOC_CONF"] = args.malloc_conf
     else:
         env.pop("LD_PRELOAD", None)
     module = "littlebird.training.distill"
@@ -342,7 +347,8 @@ def rss_run(args) -> None:
     print(f"CPU: {cpu_flags()}; torch {torch.__version__}")
     print("stage: python -m " + module + " " + " ".join(command[7:]))
     print(f"threads {threads}, batch widths rounded to "
-          f"{args.pad_to_multiple_of or 'the collator default'}, allocator requested {args.allocator}", flush=True)
+          f"{args.pad_to_multiple_of or 'the collator default'}, allocator requested {args.allocator}"
+          f"{' with MALLOC_CONF=' + args.malloc_conf if args.malloc_conf else ''}", flush=True)
     with (run_dir / "stage.out").open("w") as out:
         child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
                                  cwd=Path(__file__).resolve().parents[1])
