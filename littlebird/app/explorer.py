@@ -1,4 +1,5 @@
-"""The attention explorer's figures for a loaded model: per head from an answer's summary, and the BiALiBi slopes.
+"""The attention explorer's figures for a loaded model: the reading map of a question's windows, per head
+from a window's summary, and the BiALiBi slopes.
 
 A BigBird or Longformer baseline has no pack & unpack attention and no BiALiBi: each of its plots
 then carries the model's ``explorer_note`` instead.
@@ -6,10 +7,13 @@ then carries the model's ``explorer_note`` instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from littlebird.app import figures
 from littlebird.app.models import LoadedModel, load_model
+
+if TYPE_CHECKING:
+    from littlebird.app.asking import ExplorerTarget
 
 
 def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:
@@ -29,3 +33,14 @@ def slopes_figure(loaded: LoadedModel) -> Any:
     if loaded.explorer_note:
         return figures.explorer_off(loaded.explorer_note)["slopes"]
     return figures.bialibi_heatmap(**loaded.slopes)
+
+
+def reading_map_figure(target: "ExplorerTarget | None", checkpoint: str | None) -> Any:
+    """The reading map of ``target``'s question, its window shaded (``figures.reading_map``); before a
+    question, what to do; for a baseline model, its ``explorer_note``."""
+    loaded = load_model(checkpoint)
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)["reading_map"]
+    if target is None:
+        return figures.reading_map([], [])
+    return figures.reading_map(target.windows, target.answers, aimed=target.window)

@@ -515,6 +515,79 @@ def pack_slot_reads(
     return _layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
 
 
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def window_label(index: int, window: Any) -> str:
+    """One line on a window of the reading: where it is, its first-pass rank, whether and when it was read."""
+    read = "not read" if window.read is None else f"read {_ordinal(window.read + 1)}"
+    return f"window {index} · tokens {window.start:,}–{window.end:,} · first pass #{window.rank + 1} · {read}"
+
+
+_READ, _UNREAD, _BEST, _OTHER = "#1f77b4", "#c7c7c7", "#d62728", "#ff7f0e"
+
+
+def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | None = None) -> go.Figure:
+    """How the reader went through the document: one mark per window, in document order.
+
+    ``windows`` are the reading's ``littlebird.reader.WindowRecord`` (document order) and ``answers``
+    its n-best (``Answer.window`` counts windows in reading order). Top row: each window's first-pass
+    (BM25) score, dark where the model read the window, with its rank; middle row: the answerable
+    probability of each window read; bottom row: each read window's best span score (a dot) and the
+    n-best answers as ticks at their scores, the best in red. ``aimed``, a window index, is shaded:
+    the window the explorer shows.
+    """
+    title = "Reading map: the first pass ranks the windows, the model reads the best ones"
+    if not windows:
+        return _message_figure(title, "Ask a question to see which windows the reader read, and what it found in them.")
+    x = list(range(len(windows)))  # plain numbers: a few per window, and the page reads them back
+    read = [w.read is not None for w in windows]
+    hover = [window_label(i, w) + (f"<br>BM25 {w.lexical_score:.2f}" if w.lexical_score is not None else "")
+             + ("" if w.read is None else f"<br>answerable {w.answerable_probability:.0%}"
+                + ("" if w.best_span_score is None else f", best span {w.best_span_score:.2f}"))
+             for i, w in enumerate(windows)]
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.4, 0.3, 0.3])
+    fig.add_trace(go.Bar(
+        x=x, y=[w.lexical_score or 0.0 for w in windows], text=[f"#{w.rank + 1}" for w in windows],
+        textposition="outside", cliponaxis=False, marker={"color": [_READ if r else _UNREAD for r in read]},
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="first pass", showlegend=False,
+    ), row=1, col=1)  # fmt: skip
+    seen = [i for i, r in enumerate(read) if r]
+    fig.add_trace(go.Scatter(
+        x=seen, y=[windows[i].answerable_probability for i in seen], mode="markers+text",
+        text=[str(windows[i].read + 1) for i in seen], textposition="top center", marker={"color": _READ, "size": 8},
+        hovertext=[hover[i] for i in seen], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=2, col=1)  # fmt: skip
+    scored = [i for i in seen if windows[i].best_span_score is not None]
+    fig.add_trace(go.Scatter(
+        x=scored, y=[windows[i].best_span_score for i in scored], mode="markers", marker={"color": _READ, "size": 7},
+        hovertext=[hover[i] for i in scored], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=3, col=1)  # fmt: skip
+    by_reading = {w.read: i for i, w in enumerate(windows) if w.read is not None}
+    ticks = [(rank, a, by_reading[a.window]) for rank, a in enumerate(answers) if a.window in by_reading]
+    fig.add_trace(go.Scatter(
+        x=[i for _, _, i in ticks], y=[a.score for _, a, _ in ticks], mode="markers",
+        marker={"symbol": "line-ew-open", "size": 22, "line": {"width": 3},
+                "color": [_BEST if rank == 0 else _OTHER for rank, _, _ in ticks]},
+        hovertext=[f"#{rank + 1} “{' '.join(a.text.split())[:LABEL_CHARS]}” · {a.probability:.0%}<br>"
+                   f"{window_label(i, windows[i])}" for rank, a, i in ticks],
+        hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=3, col=1)  # fmt: skip
+    if aimed is not None and 0 <= aimed < len(windows):
+        for row in (1, 2, 3):
+            fig.add_vrect(x0=aimed - 0.5, x1=aimed + 0.5, fillcolor="rgba(255,201,77,0.35)", line={"width": 0},
+                          layer="below", row=row, col=1)
+    fig.update_yaxes(title_text="BM25", row=1, col=1)
+    fig.update_yaxes(title_text="answerable", range=[-0.05, 1.15], tickformat=".0%", row=2, col=1)
+    fig.update_yaxes(title_text="span score", row=3, col=1)
+    fig.update_xaxes(title_text="window, in document order (shaded: the one explored)", row=3, col=1,
+                     dtick=1 if len(windows) <= 30 else None)
+    return _layout(fig, title, height=420)
+
+
 def _message_figure(title: str, message: str) -> go.Figure:
     """An empty figure that says why there is nothing to draw."""
     fig = go.Figure()
@@ -527,15 +600,17 @@ def _message_figure(title: str, message: str) -> go.Figure:
 # The explorer's plots drawn from an attention summary, with their titles.
 _SUMMARY_PLOTS = {"block_map": "Attention by block", "answer": "Where the answer's tokens looked",
                   "pack": "What each pack slot read"}
+_READING_MAP = "Reading map"
 
 
 def explorer_off(note: str) -> dict[str, go.Figure]:
-    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``) as ``note``.
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``) as ``note``.
 
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
-    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head"}
+    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
+              "reading_map": _READING_MAP}
     return {key: _message_figure(title, note) for key, title in titles.items()}
 
 

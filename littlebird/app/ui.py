@@ -29,7 +29,7 @@ from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import choose_example, load_examples
-from littlebird.app.explorer import explore, explorer_plots, slopes_figure
+from littlebird.app.explorer import explore, explorer_plots, reading_map_figure, slopes_figure
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
@@ -124,7 +124,7 @@ def build_demo(
         source = gr.State("paste")
         active_checkpoint = gr.State(checkpoint)
         summary = gr.State(None, time_to_live=1800)  # ~12 MB for a 16K-token window: let idle sessions drop it
-        explorer_target = gr.State(None, time_to_live=1800)  # the last answer's window, for the explorer
+        explorer_target = gr.State(None, time_to_live=1800)  # the window the explorer shows, of the last answer
         explorer_open = gr.State(False)
         question_number = gr.State(0)  # of this page's newest question: Cancellation.new_question
 
@@ -172,10 +172,15 @@ def build_demo(
 
         with gr.Accordion("Attention explorer", open=False, elem_id="lb-explorer") as explorer_box:
             gr.Markdown(
-                "One layer and head at a time, for the window that holds the answer; opening the explorer runs that "
-                "window again to collect its attention. Colours are log-scaled weights. "
+                "The reading map shows every window of the document: how the first pass ranked it, and what the "
+                "model made of those it read. The plots below show one window, one layer and head at a time: the "
+                "best answer's window, or the one picked under the map. Opening the explorer runs that window again "
+                "to collect its attention. Colours are log-scaled weights. "
                 "Hover the grey strip under a plot to see which text a block holds."
             )
+            reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
+            aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
+                              info="an n-best answer, or any window of the document")
             with gr.Row():
                 layer = gr.Slider(0, loaded.num_layers - 1, value=0, step=1, label="Layer", elem_id="lb-layer")
                 head = gr.Slider(0, loaded.num_heads - 1, value=0, step=1, label="Head", elem_id="lb-head")
@@ -216,6 +221,21 @@ def build_demo(
                 on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
                 **model_events,
             )  # fmt: skip
+
+            def on_aim(target, choice):
+                """The explorer turned to another answer or window: its summary is computed again, if open."""
+                if target is None or not choice or choice == target.choice:
+                    return gr.skip(), gr.skip(), gr.skip()
+                target = target.aimed(choice)
+                return target, None, reading_map_figure(target, target.checkpoint)
+
+            aim.input(
+                on_aim, [explorer_target, aim], [explorer_target, summary, reading_map], api_visibility="private",
+                queue=False,
+            ).then(
+                on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
+                **model_events,
+            )  # fmt: skip
             explorer_box.collapse(lambda: False, None, explorer_open, api_visibility="private", queue=False)
 
         with gr.Accordion("Settings", open=False, elem_id="lb-settings"):
@@ -240,12 +260,13 @@ def build_demo(
                     new.checkpoint, new.status, gr.Markdown(f"⚠️ {new.warning}" if new.warning else "", visible=bool(new.warning)),
                     gr.Slider(maximum=new.num_layers - 1, value=0), gr.Slider(maximum=new.num_heads - 1, value=0),
                     slopes_figure(new), None, plots["block_map"], plots["answer"], plots["pack"], plots["curves"],
+                    None, reading_map_figure(None, new.checkpoint), gr.Dropdown(choices=[], value=None),
                 )  # fmt: skip
 
             load_button.click(
                 on_load, checkpoint_box,
                 [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary, block_map, answer_plot,
-                 pack_plot, curves_plot],
+                 pack_plot, curves_plot, explorer_target, reading_map, aim],
                 api_visibility="private", **model_events,
             )  # fmt: skip
 
@@ -267,8 +288,11 @@ def build_demo(
                 except (DocumentError, CheckpointError) as error:
                     raise gr.Error(str(error), print_exception=False) from None
                 except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
-                    return (gr.skip(),) * 5
-            return view.answer_html, view.document_html, view.stats, view.explorer, None
+                    return (gr.skip(),) * 7
+            target = view.explorer
+            aims = gr.Dropdown(choices=target.choices(), value=target.choice) if target else gr.Dropdown(choices=[], value=None)
+            return (view.answer_html, view.document_html, view.stats, target, None,
+                    reading_map_figure(target, checkpoint), aims)
 
         gr.on(
             [ask_button.click, question.submit], on_new_question, None, question_number,
@@ -277,7 +301,7 @@ def build_demo(
             on_ask,
             [question_number, source, pasted, url, upload, question, active_checkpoint, max_length, max_windows,
              n_best_count, threshold],
-            [answer, document, stats, explorer_target, summary],
+            [answer, document, stats, explorer_target, summary, reading_map, aim],
             api_visibility="private", trigger_mode="always_last", **model_events,
         ).success(  # the answer shows first; an open explorer then draws the new answer's window
             on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",

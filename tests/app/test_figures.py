@@ -173,3 +173,32 @@ def test_figures_stay_light_for_a_16k_document():
         assert size < 250_000, f"{name} figure is {size} bytes of JSON"
         json.loads(fig.to_json())  # valid JSON, as gr.Plot sends it
     assert sizes["block_map"].data[0].z.shape == (128, 128)
+
+
+def test_reading_map_marks_every_window_in_document_order_and_the_answers_as_ticks():
+    from littlebird.reader import Answer, WindowRecord
+
+    # five windows; the first pass ranked 3, 1, 4 best and the model read those three, in that order
+    windows = [WindowRecord(0, 100, 3, 0.5), WindowRecord(80, 180, 1, 2.0, read=1, answerable_logit=0.0, best_span_score=-1.0),
+               WindowRecord(160, 260, 4, 0.1), WindowRecord(240, 340, 0, 3.0, read=0, answerable_logit=2.0,
+                                                            best_span_score=1.5),
+               WindowRecord(320, 400, 2, 1.0, read=2, answerable_logit=-3.0, best_span_score=None)]
+    answers = [Answer("a", 900, 901, 1.5, 0.7, window=0), Answer("b", 500, 502, -1.0, 0.2, window=1),
+               Answer("c", 910, 912, 0.5, 0.1, window=0)]
+    fig = figures.reading_map(windows, answers, aimed=3)
+    bars, answerable, best, ticks = fig.data
+    assert list(bars.x) == [0, 1, 2, 3, 4] and list(bars.y) == [0.5, 2.0, 0.1, 3.0, 1.0]
+    assert list(bars.text) == ["#4", "#2", "#5", "#1", "#3"]
+    assert [c == figures._READ for c in bars.marker.color] == [False, True, False, True, True]
+    assert list(answerable.x) == [1, 3, 4] and list(answerable.text) == ["2", "1", "3"]
+    np.testing.assert_allclose(answerable.y, [0.5, 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(3))])
+    assert list(best.x) == [1, 3] and list(best.y) == [-1.0, 1.5]  # a window without a span has no dot
+    assert list(ticks.x) == [3, 1, 3] and list(ticks.y) == [1.5, -1.0, 0.5]  # each answer at its window and score
+    assert ticks.marker.color[0] == figures._BEST and "“a”" in ticks.hovertext[0]
+    assert len(fig.layout.shapes) == 3 and {s.x0 for s in fig.layout.shapes} == {2.5}  # the window explored
+    assert "read 2nd" in bars.hovertext[1] and "not read" in bars.hovertext[0]
+    json.loads(fig.to_json())
+
+    one = figures.reading_map([WindowRecord(0, 50, 0, None, read=0, answerable_logit=1.0, best_span_score=0.3)], [])
+    assert list(one.data[0].y) == [0.0]  # a single window is not ranked: no BM25 bar
+    assert "Ask a question" in figures.reading_map([], []).layout.annotations[0].text

@@ -211,6 +211,40 @@ def test_the_explorer_without_a_question_shows_what_to_do(settings):
     assert summary is None and "Ask a question" in plots["answer"].layout.annotations[0].text
 
 
+def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settings):
+    pasted = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
+    view = asking.ask("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=pasted)
+    target, result = view.explorer, view.result
+    assert len(target.windows) == result.windows_planned > 3 and target.answers == tuple(result.answers)
+    best = result.answers[0]
+    assert target.choice == "answer:0" and target.answer_span == (best.start, best.end)
+    assert target.document_start == result.window_token_spans[best.window][0]
+    values = [value for _, value in target.choices()]
+    assert values == [f"answer:{k}" for k in range(len(result.answers))] + [f"window:{i}" for i in range(len(target.windows))]
+
+    # another n-best answer: its own window and span
+    last = len(result.answers) - 1
+    other = target.aimed(f"answer:{last}")
+    assert other.answer_span == (result.answers[last].start, result.answers[last].end)
+    assert other.document_start == result.window_token_spans[result.answers[last].window][0]
+    # a window nobody read: its tokens, no answer; the explorer reads it now
+    unread = next(i for i, w in enumerate(target.windows) if w.read is None)
+    aimed = target.aimed(f"window:{unread}")
+    assert aimed.choice == f"window:{unread}" and aimed.answer_span is None
+    assert aimed.document_start == target.windows[unread].start
+    summary, plots, _ = asking.explain(aimed)
+    best_summary, _, _ = asking.explain(target)
+    width = {i: target.windows[i].end - target.windows[i].start for i in (unread, target.window)}
+    assert summary.n_tokens - width[unread] == best_summary.n_tokens - width[target.window] > 0  # the same question
+    assert best_summary.answer_tokens and summary.answer_tokens == () and "No answer span" in plots["answer"].layout.annotations[0].text
+    reading_map = explorer.reading_map_figure(aimed, TEST_MODEL)
+    assert reading_map.layout.shapes[0].x0 == unread - 0.5  # the window explored is shaded
+    with pytest.raises(ValueError, match="window:"):
+        target.aimed("window:9999")
+    with pytest.raises(ValueError, match="answer:K"):
+        target.aimed("the third one")
+
+
 @pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
 def test_answer_document_refuses_other_schemes_like_internal_addresses(settings, address):
     with pytest.raises(DocumentError, match="for safety, only public web pages can be fetched"):
