@@ -34,7 +34,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -519,7 +519,7 @@ def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, ti
 class WindowAttention:
     """What the model attended to in one window: the input of an ``attention_summary`` hook."""
 
-    attentions: tuple  # the model's ``attentions`` output for this window (batch of one)
+    attentions: tuple  # the model's ``attentions`` for this window (batch of one), or per layer what reduce_layer made of them
     token_spans: list[tuple[int, int]]  # per input token, [start, end) in the shown text; (-1, -1) if none
     tokens: list[str]  # per input token, the tokenizer's piece
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP], before the document
@@ -596,11 +596,40 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
             "a question that repeats the document's own words finds its part best.")
 
 
+def _attention_layers(model) -> list:
+    """The layers of a LittleBird encoder in ``model``, whose outputs end with their attention weights; []
+    for other models (the teacher's BERT encoder)."""
+    from .modeling_littlebird import LittleBirdLayer
+
+    encoder = getattr(getattr(model, "base_model", None), "encoder", None)
+    return [layer for layer in getattr(encoder, "layer", ()) if isinstance(layer, LittleBirdLayer)]
+
+
 def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,
-                      document_start: int, encoded: EncodedText) -> WindowAttention | None:
-    """Run one window again with attention weights: only a plot needs them, so other reads never pay."""
+                      document_start: int, encoded: EncodedText,
+                      reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
+    """Run one window again with attention weights: only a plot needs them, so other reads never pay.
+
+    With ``reduce_layer``, ``WindowAttention.attentions`` holds ``reduce_layer(window, weights)`` of each layer
+    instead of its weights, taken as each layer returns them (a forward hook), so that only one layer's
+    weights exist at a time: a layer's compact weights of an 8K-token window take ~150 MB.
+    """
     n = int(attention_mask[window].sum())
     ids = input_ids[window : window + 1, :n]
+    n_document = n - prefix_length
+    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
+    found = WindowAttention(attentions=(), token_spans=spans, tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+                            question_length=prefix_length, window=window,
+                            document_tokens=(document_start, document_start + n_document))
+    reduced = []
+
+    def take(layer, args, output):
+        x, p, weights = output
+        reduced.append(reduce_layer(found, replace(weights, length=n)))
+        return x, p, None  # the encoder keeps nothing of this layer's weights
+
+    layers = _attention_layers(model) if reduce_layer is not None else []
+    hooks = [layer.register_forward_hook(take) for layer in layers]
     with torch.inference_mode():
         try:
             out = model(input_ids=ids.to(model_device(model)),
@@ -608,13 +637,16 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
                         output_attentions=True)
         except TypeError:  # a model without attention outputs (the baselines): the plot is optional
             return None
-    if not out.attentions:
+        finally:
+            for hook in hooks:
+                hook.remove()
+    if layers:
+        found.attentions = tuple(reduced)
+    elif not out.attentions:
         return None
-    n_document = n - prefix_length
-    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
-    return WindowAttention(attentions=out.attentions, token_spans=spans,
-                           tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()), question_length=prefix_length,
-                           window=window, document_tokens=(document_start, document_start + n_document))
+    else:
+        found.attentions = out.attentions if reduce_layer is None else tuple(reduce_layer(found, a) for a in out.attentions)
+    return found
 
 
 def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
@@ -758,13 +790,16 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
 
 
 def window_attention(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH) -> WindowAttention | None:
+                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH,
+                     reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
     """The model's attention over one window of a reading, computed again when someone wants to see it.
 
-    The window is the one :func:`read` read from document token ``document_start`` (a start of
-    ``Reading.window_token_spans``) with the same ``question``, document and ``max_length``; the
-    document's tokens come from :func:`encode_text`'s cache. None for a model without attention
-    outputs (the baselines) or a document without tokens.
+    The window is the one :func:`read` read from document token ``document_start`` (the start of one of
+    ``Reading.windows``, read or not) with the same ``question``, document and ``max_length``; the
+    document's tokens come from :func:`encode_text`'s cache. ``reduce_layer(window, weights)``, when
+    given, reduces each layer's weights as the model computes them, and ``WindowAttention.attentions``
+    holds what it made of them: only one layer's weights are held at a time. None for a model without
+    attention outputs (the baselines) or a document without tokens.
     """
     max_length = window_length(model, max_length)
     ids = special_ids(tokenizer, model)
@@ -774,5 +809,6 @@ def window_attention(question: str, text: str, *, model, tokenizer, document_sta
     prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
     capacity = window_capacity(len(encoded.input_ids), len(prefix), max_length)
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, [document_start], capacity, ids.pad)
-    return _window_attention(model, tokenizer, input_ids, attention_mask, 0, len(prefix), document_start, encoded)
+    return _window_attention(model, tokenizer, input_ids, attention_mask, 0, len(prefix), document_start, encoded,
+                             reduce_layer)
 

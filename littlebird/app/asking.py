@@ -169,7 +169,8 @@ def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.At
     document = target.document
     window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
                               document_start=target.document_start, model_text=document.model_text,
-                              model_to_text=document.model_to_text, max_length=target.max_length)
+                              model_to_text=document.model_to_text, max_length=target.max_length,
+                              reduce_layer=figures.LayerReduction(target.answer_span, loaded.block_size))
     if window is None:
         return None
     return figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
@@ -177,8 +178,8 @@ def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.At
 
 
 def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
-    """The explorer for ``target``: its answer's window run again with attention weights, reduced
-    (``figures.summarize_window``) and drawn for ``layer`` and ``head``.
+    """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
+    model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head``.
 
     Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
     target, gives no summary and the explorer's empty or explanatory plots.

@@ -2,10 +2,11 @@
 
 Two kinds of functions live here:
 
-* ``summarize_attention`` turns the model's attention into small numpy
-  arrays. A 16K-token window has ~150 MB of local attention weights per layer, far
-  too much to keep per browser session, so everything the explorer can show is
-  reduced once, right after the model ran, to block resolution (``AttentionSummary``).
+* ``summarize_layer`` turns one layer's attention into small numpy arrays, and
+  ``summarize_attention`` joins the layers' (``AttentionSummary``). A 16K-token window
+  has ~300 MB of attention weights per layer, far too much to keep per browser session
+  (or, over 12 layers, at once), so each layer is reduced to block resolution and to the
+  head atlas's metrics (``app.head_metrics``) as the model computes it (``LayerReduction``).
 * ``bialibi_heatmap``, ``bialibi_distance_curves``, ``attention_block_map``,
   ``answer_token_attention`` and ``pack_slot_reads`` take those arrays and return a
   ``plotly.graph_objects.Figure``. They never touch torch, so tests feed them
@@ -20,13 +21,15 @@ styling per figure.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from littlebird.app.head_metrics import METRICS, SHARES, head_metrics
 
 MAX_CELLS = 128
 """Most heatmap cells along one axis; more blocks than this are average-pooled."""
@@ -63,6 +66,7 @@ class AttentionSummary:
     answer_block_range: tuple[int, int] | None  # first and last block holding the answer
     question_blocks: int  # blocks covered by [CLS] + question + [SEP]
     block_labels: tuple[str, ...]  # nb hover labels: where each block starts
+    head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of app.head_metrics.METRICS -> (L, h)
 
     @property
     def num_layers(self) -> int:
@@ -127,6 +131,49 @@ def _local_to_blocks(local: np.ndarray, q: np.ndarray, nb: int) -> np.ndarray:
     return out[..., 1 : nb + 1]
 
 
+@dataclass(frozen=True)
+class LayerSummary:
+    """One layer's share of an ``AttentionSummary`` (its arrays without the layer axis), in float32."""
+
+    pool: int
+    block_map: np.ndarray  # (h, m, m)
+    answer_blocks: np.ndarray  # (h, a, nb)
+    answer_pack: np.ndarray  # (h, a, s)
+    pack_reads: np.ndarray  # (h, s, nb)
+    head_metrics: dict[str, np.ndarray]  # (h,) per metric
+
+
+def summarize_layer(
+    layer: Any, *, answer_positions: Sequence[int], question_tokens: int, block_size: int, max_cells: int = MAX_CELLS
+) -> LayerSummary:
+    """Reduce one layer's ``LittleBirdAttentions`` (batch row 0) to what the explorer draws of it.
+
+    ``layer`` has ``local`` (B, h, nb, b, 3b), ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s),
+    ``pack`` (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb); see ``summarize_attention``
+    for the other arguments.
+    """
+    positions = np.asarray(answer_positions, dtype=np.int64)
+    q_blocks, rows = positions // block_size, positions % block_size
+    local = _numpy(layer.local[0])  # (h, nb, b, 3b)
+    nb = local.shape[1]
+    pool = max(1, math.ceil(nb / max_cells))
+    # where the answer's tokens looked: local neighbours + block 0 + pack slots
+    tok_blocks = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)  # (h, a, nb)
+    tok_blocks[..., 0] += _numpy(layer.global_[0])[:, q_blocks, rows].sum(-1)
+    pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks or not
+    h, s, n = pack.shape
+    padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
+    padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
+    return LayerSummary(
+        pool=pool,
+        block_map=pool_blocks(_numpy(layer.block_map()[0]), pool),
+        answer_blocks=tok_blocks,
+        answer_pack=_numpy(layer.packed[0])[:, q_blocks, rows],  # (h, a, s)
+        pack_reads=padded.reshape(h, s, nb, block_size).sum(-1),  # (h, s, nb)
+        head_metrics=head_metrics(layer, question_tokens=question_tokens, answer_positions=positions),
+    )
+
+
 def summarize_attention(
     attentions: Sequence[Any],
     *,
@@ -142,8 +189,8 @@ def summarize_attention(
     Args:
         attentions: one object per layer with tensors ``local`` (B, h, nb, b, 3b),
             ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s), ``pack``
-            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb). Batch row 0
-            is used.
+            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb), batch row 0
+            used; or each layer's ``LayerSummary``, already reduced (``LayerReduction``).
         text: the document text that ``token_offsets`` index into.
         token_offsets: per window token, its (start, end) in ``text``, or None for
             special and question tokens.
@@ -152,60 +199,78 @@ def summarize_attention(
         block_size: the model's block size b.
         max_cells: pool the block map so neither axis exceeds this many cells.
     """
+    layers = [
+        layer if isinstance(layer, LayerSummary) else summarize_layer(
+            layer, answer_positions=answer_positions, question_tokens=question_tokens, block_size=block_size,
+            max_cells=max_cells,
+        )
+        for layer in attentions
+    ]  # fmt: skip
     n_tokens = len(token_offsets)
     positions = np.asarray(answer_positions, dtype=np.int64)
-    q_blocks, rows = positions // block_size, positions % block_size
-    block_maps, answer_blocks, answer_pack, pack_reads = [], [], [], []
-    for layer in attentions:
-        local = _numpy(layer.local)[0]  # (h, nb, b, 3b)
-        nb = local.shape[1]
-        pool = max(1, math.ceil(nb / max_cells))
-        block_maps.append(pool_blocks(_numpy(layer.block_map())[0], pool))
-        # where the answer's tokens looked: local neighbours + block 0 + pack slots
-        tok_local = local[:, q_blocks, rows]  # (h, a, 3b)
-        tok_blocks = _local_to_blocks(tok_local, q_blocks, nb)  # (h, a, nb)
-        tok_blocks[..., 0] += _numpy(layer.global_)[0][:, q_blocks, rows].sum(-1)
-        answer_blocks.append(tok_blocks)
-        answer_pack.append(_numpy(layer.packed)[0][:, q_blocks, rows])  # (h, a, s)
-        pack = _numpy(layer.pack)[0]  # (h, s, n) with n padded to blocks or not
-        h, s, n = pack.shape
-        padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
-        padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
-        reads = padded.reshape(h, s, nb, block_size).sum(-1)
-        pack_reads.append(reads)  # (h, s, nb)
     answer_tokens = tuple(
         text[token_offsets[p][0] : token_offsets[p][1]] if token_offsets[p] else "?" for p in positions
     )
+    q_blocks = positions // block_size
     answer_range = (int(q_blocks.min()), int(q_blocks.max())) if len(positions) else None
+
+    def stacked(name: str) -> np.ndarray:
+        return np.stack([getattr(layer, name) for layer in layers]).astype(np.float16)
+
     return AttentionSummary(
         block_size=block_size,
         n_tokens=n_tokens,
-        pool=pool,
-        block_maps=np.stack(block_maps).astype(np.float16),
-        answer_blocks=np.stack(answer_blocks).astype(np.float16),
-        answer_pack=np.stack(answer_pack).astype(np.float16),
-        pack_reads=np.stack(pack_reads).astype(np.float16),
+        pool=layers[-1].pool,
+        block_maps=stacked("block_map"),
+        answer_blocks=stacked("answer_blocks"),
+        answer_pack=stacked("answer_pack"),
+        pack_reads=stacked("pack_reads"),
         answer_tokens=answer_tokens,
         answer_block_range=answer_range,
         question_blocks=math.ceil(question_tokens / block_size),
         block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
+        head_metrics={name: np.stack([layer.head_metrics[name] for layer in layers]) for name in METRICS},
     )
 
 
+def _offsets(window: Any) -> list[tuple[int, int] | None]:
+    """Each window token's (start, end) in the shown text, None for special and question tokens."""
+    return [None if start < 0 else (start, end) for start, end in window.token_spans]
+
+
+def answer_positions(window: Any, answer_span: tuple[int, int] | None) -> list[int]:
+    """The window's tokens that overlap ``answer_span`` of the shown text (none without a span)."""
+    if answer_span is None:
+        return []
+    first, last = answer_span
+    return [i for i, o in enumerate(_offsets(window)) if o is not None and o[0] < last and o[1] > first]
+
+
+@dataclass(frozen=True)
+class LayerReduction:
+    """``reduce_layer`` for ``littlebird.reader.window_attention``: ``summarize_layer`` of each layer as the
+    model computes it, so the window's summary never needs more than one layer's weights at a time."""
+
+    answer_span: tuple[int, int] | None
+    block_size: int
+    max_cells: int = MAX_CELLS
+
+    def __call__(self, window: Any, layer: Any) -> LayerSummary:
+        return summarize_layer(layer, answer_positions=answer_positions(window, self.answer_span),
+                               question_tokens=window.question_length, block_size=self.block_size,
+                               max_cells=self.max_cells)
+
+
 def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
-    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of the best answer's window.
+    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of one window of a reading.
 
     ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
     special and question tokens); the answer's tokens are the document tokens overlapping
-    ``answer_span`` (none when there is no answer).
+    ``answer_span`` (none when there is no answer). ``window.attentions`` are the layers' weights or,
+    reduced as the model ran (``LayerReduction``), their ``LayerSummary``.
     """
-    offsets = [None if start < 0 else (start, end) for start, end in window.token_spans]
-    positions = []
-    if answer_span is not None:
-        first, last = answer_span
-        positions = [i for i, o in enumerate(offsets) if o is not None and o[0] < last and o[1] > first]
     return summarize_attention(
-        window.attentions, text=text, token_offsets=offsets, answer_positions=positions,
+        window.attentions, text=text, token_offsets=_offsets(window), answer_positions=answer_positions(window, answer_span),
         question_tokens=window.question_length, block_size=block_size,
     )  # fmt: skip
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from littlebird.app import figures
+from littlebird.app.head_metrics import METRICS
 from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows
@@ -202,3 +203,36 @@ def test_reading_map_marks_every_window_in_document_order_and_the_answers_as_tic
     one = figures.reading_map([WindowRecord(0, 50, 0, None, read=0, answerable_logit=1.0, best_span_score=0.3)], [])
     assert list(one.data[0].y) == [0.0]  # a single window is not ranked: no BM25 bar
     assert "Ask a question" in figures.reading_map([], []).layout.annotations[0].text
+
+
+def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches_the_whole():
+    import weakref
+
+    from littlebird.reader import window_attention
+    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+    model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
+    text = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 30
+    in_window = text.index("1377", len(text) // 6)  # the window's document tokens start at the 40th
+    answer_span = (in_window, in_window + 4)
+    options = dict(model=model, tokenizer=tokenizer, document_start=40, max_length=256)
+    whole = window_attention("When was Jikji printed?", text, **options)
+    alive = []  # per layer reduced, whether each earlier layer's weights still exist
+
+    def reduce(window, layer):
+        alive.append([ref() is not None for ref in refs])
+        refs.append(weakref.ref(layer.local))
+        return figures.LayerReduction(answer_span, block_size=64)(window, layer)
+
+    refs = []
+    streamed = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
+    assert alive == [[], [False]]  # the first layer's weights were gone before the second's were reduced
+    assert all(isinstance(layer, figures.LayerSummary) for layer in streamed.attentions)
+    one = figures.summarize_window(streamed, text=text, answer_span=answer_span, block_size=64)
+    other = figures.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
+    assert one.answer_tokens == other.answer_tokens and one.answer_tokens
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(other, name), err_msg=name)
+    assert set(one.head_metrics) == set(METRICS) and one.head_metrics["pack"].shape == (2, 4)
+    for name in METRICS:
+        np.testing.assert_array_equal(one.head_metrics[name], other.head_metrics[name], err_msg=name)
