@@ -177,9 +177,11 @@ def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.At
                                     block_size=loaded.block_size)
 
 
-def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
+def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
+            metric: str = "pack") -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
     """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
-    model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head``.
+    model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head`` (the head atlas
+    for ``metric``, a key of ``app.head_metrics.METRICS``).
 
     Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
     target, gives no summary and the explorer's empty or explanatory plots.
@@ -187,7 +189,7 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> 
     clock = time.perf_counter()
     loaded = load_model(target.checkpoint if target else None)
     summary = None if target is None or loaded.explorer_note else _summarize_target(target, loaded)
-    plots = explorer_plots(summary, loaded, layer=layer, head=head)
+    plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
     return summary, plots, time.perf_counter() - clock
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from littlebird.app import figures
 from littlebird.app.models import LoadedModel, load_model
 
@@ -16,16 +18,42 @@ if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
 
 
-def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:
-    """The explorer's per-head figures after the user picks another layer or head."""
-    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head)
+def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int,
+            metric: str = "pack") -> dict[str, Any]:
+    """The explorer's per-head figures (and the head atlas, outlining the head) after the user picks another
+    layer or head."""
+    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head, metric=metric)
 
 
-def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int) -> dict[str, Any]:
+def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int,
+                   metric: str = "pack") -> dict[str, Any]:
     """``figures.explorer_figures`` for ``loaded``; for a baseline model, its ``explorer_note`` in each plot."""
     if loaded.explorer_note:
         return figures.explorer_off(loaded.explorer_note)
-    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
+    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head, metric=metric)
+
+
+def atlas_figure(summary: figures.AttentionSummary | None, checkpoint: str | None, metric: str, layer: int,
+                 head: int) -> Any:
+    """The head atlas alone, after the user picks another metric."""
+    return explore(summary, checkpoint, layer, head, metric)["atlas"]
+
+
+def atlas_cells(summary: figures.AttentionSummary | None, metric: str) -> list[tuple[str, str]]:
+    """The head atlas's cells as (label, "layer,head") choices, the highest ``metric`` first (NaN last), for
+    the menu that sets the layer and head: plotly clicks do not reach the server through ``gr.Plot``."""
+    if summary is None:
+        return []
+    values = summary.head_metrics[metric]
+    order = np.argsort(np.where(np.isnan(values), np.inf, -values), axis=None, kind="stable")
+    cells = [divmod(int(i), values.shape[1]) for i in order]
+    return [(f"layer {layer}, head {head}: {values[layer, head]:.3f}", f"{layer},{head}") for layer, head in cells]
+
+
+def atlas_cell(choice: str) -> tuple[int, int]:
+    """(layer, head) of an :func:`atlas_cells` value."""
+    layer, head = choice.split(",")
+    return int(layer), int(head)
 
 
 def slopes_figure(loaded: LoadedModel) -> Any:

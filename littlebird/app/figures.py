@@ -580,6 +580,34 @@ def pack_slot_reads(
     return _layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
 
 
+def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, head: int | None = None) -> go.Figure:
+    """One head metric (a key of ``app.head_metrics.METRICS``) for every layer (rows) and head (columns).
+
+    ``values`` is (layers, heads), as ``AttentionSummary.head_metrics[metric]``. Shares of attention
+    are drawn on a fixed 0..1 scale, so two windows' atlases compare; distance and entropy on their
+    own range. The explorer's ``layer`` and ``head`` are outlined.
+    """
+    label = METRICS[metric]
+    title = f"Head atlas: {label}"
+    values = np.asarray(values, dtype=np.float32)
+    if np.isnan(values).all():
+        return _message_figure(title, "The window explored holds no answer span, so no head attends to one.")
+    n_layers, n_heads = values.shape
+    scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
+    fig = go.Figure(go.Heatmap(
+        z=np.round(values, 4), x=list(range(n_heads)), y=list(range(n_layers)), colorscale=_COLORSCALE,
+        texttemplate="%{z:.2f}" if n_layers * n_heads <= 400 else None, textfont={"size": 9},
+        colorbar={"thickness": 12, "tickformat": ".0%" if metric in SHARES else None},
+        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{label}: %{{z:.3f}}<extra></extra>", **scale,
+    ))  # fmt: skip
+    if layer is not None and head is not None:
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line={"color": "#ff4136", "width": 3})
+    fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None)
+    fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1 if n_layers <= 24 else None)
+    return _layout(fig, title, height=360)
+
+
 def _ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -666,26 +694,29 @@ def _message_figure(title: str, message: str) -> go.Figure:
 _SUMMARY_PLOTS = {"block_map": "Attention by block", "answer": "Where the answer's tokens looked",
                   "pack": "What each pack slot read"}
 _READING_MAP = "Reading map"
+_ATLAS = "Head atlas"
 
 
 def explorer_off(note: str) -> dict[str, go.Figure]:
-    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``) as ``note``.
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``)
+    as ``note``.
 
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
     titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
-              "reading_map": _READING_MAP}
+              "reading_map": _READING_MAP, "atlas": _ATLAS}
     return {key: _message_figure(title, note) for key, title in titles.items()}
 
 
 def explorer_figures(
-    summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int
+    summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int, metric: str = "pack"
 ) -> dict[str, go.Figure]:
-    """The explorer's four per-head figures for ``layer`` and ``head``.
+    """The explorer's figures for ``layer`` and ``head``.
 
     Keys: ``block_map``, ``answer``, ``pack`` (from the summary, or a message figure when
-    there is none yet) and ``curves`` (from the BiALiBi ``slopes``, always available).
+    there is none yet), ``atlas`` (the summary's ``metric`` for every head, ``layer`` and
+    ``head`` outlined) and ``curves`` (from the BiALiBi ``slopes``, always available).
     """
     layers = slopes["alpha"].shape[0]
     layer = min(max(int(layer), 0), layers - 1)
@@ -694,8 +725,9 @@ def explorer_figures(
     out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
     if summary is None:
         note = "Ask a question, then open the explorer to see this."
-        out.update({key: _message_figure(title, note) for key, title in _SUMMARY_PLOTS.items()})
+        out.update({key: _message_figure(title, note) for key, title in {**_SUMMARY_PLOTS, "atlas": _ATLAS}.items()})
         return out
+    out["atlas"] = head_atlas(summary.head_metrics[metric], metric=metric, layer=layer, head=head)
     at = (layer, head)
     out["block_map"] = attention_block_map(
         summary.block_maps[at], block_size=b, pool=summary.pool, layer=layer, head=head,

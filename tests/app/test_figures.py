@@ -236,3 +236,31 @@ def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches
     assert set(one.head_metrics) == set(METRICS) and one.head_metrics["pack"].shape == (2, 4)
     for name in METRICS:
         np.testing.assert_array_equal(one.head_metrics[name], other.head_metrics[name], err_msg=name)
+
+
+def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers():
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) / 10  # layer 1, head 2 highest
+    fig = figures.head_atlas(values, metric="pack", layer=1, head=2)
+    heat = fig.data[0]
+    np.testing.assert_allclose(heat.z, values)
+    assert list(heat.x) == [0, 1, 2] and list(heat.y) == [0, 1]
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)  # a share: the same scale in every window
+    outline = fig.layout.shapes[0]
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (1.5, 2.5, 0.5, 1.5)
+    assert "pack slots" in fig.layout.title.text
+    distance = figures.head_atlas(values * 100, metric="distance")
+    assert distance.data[0].zmin is None and not distance.layout.shapes  # its own range; no head chosen
+    nothing = figures.head_atlas(np.full((2, 3), np.nan), metric="answer", layer=0, head=0)
+    assert "no answer span" in nothing.layout.annotations[0].text
+
+
+def test_the_summary_gives_every_metric_for_every_layer_and_head(summary):
+    assert set(summary.head_metrics) == set(METRICS)
+    assert all(values.shape == (2, 3) for values in summary.head_metrics.values())
+    for layer in range(2):  # the fixture's layers, one by one, give the same numbers
+        layer_metrics = figures.summarize_layer(fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35],
+                                                question_tokens=5, block_size=B).head_metrics
+        for name in METRICS:
+            np.testing.assert_allclose(summary.head_metrics[name][layer], layer_metrics[name], err_msg=name)
+    figs = figures.explorer_figures(summary, _slopes(2, 3), layer=1, head=2, metric="entropy")
+    assert "entropy" in figs["atlas"].layout.title.text and figs["atlas"].layout.shapes[0].x0 == 1.5

@@ -7,6 +7,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -190,7 +191,7 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     summary, plots, seconds = asking.explain(view.explorer, layer=1, head=3)
     assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4 and seconds > 0
     assert summary.answer_tokens  # the best answer's tokens were found in the window
-    assert set(plots) == {"block_map", "answer", "pack", "curves"}
+    assert set(plots) == {"block_map", "answer", "pack", "curves", "atlas"}
     assert "layer 1 head 3" in plots["block_map"].layout.title.text
 
 
@@ -201,6 +202,21 @@ def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
     assert "layer 0 head 2" in plots["pack"].layout.title.text
     empty = explorer.explore(None, TEST_MODEL, layer=0, head=0)
     assert "Ask a question" in empty["block_map"].layout.annotations[0].text
+
+
+def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_head(settings):
+    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, plots, _ = asking.explain(view.explorer, layer=1, head=2, metric="distance")
+    assert "distance" in plots["atlas"].layout.title.text
+    cells = explorer.atlas_cells(summary, "distance")
+    values = summary.head_metrics["distance"]
+    assert len(cells) == values.size == 2 * 4
+    ranked = [values[explorer.atlas_cell(value)] for _, value in cells]
+    assert ranked == sorted(ranked, reverse=True)
+    assert explorer.atlas_cell(cells[0][1]) == np.unravel_index(np.argmax(values), values.shape)
+    redrawn = explorer.atlas_figure(summary, TEST_MODEL, "entropy", layer=0, head=3)
+    assert "entropy" in redrawn.layout.title.text and redrawn.layout.shapes[0].x0 == 2.5
+    assert explorer.atlas_cells(None, "pack") == []
 
 
 def test_the_explorer_without_a_question_shows_what_to_do(settings):
