@@ -365,8 +365,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     never reach memory; with them, the scores are formed, biased and softmaxed in place, and the output
     is read from the three weight tensors returned, so gradients reach them (``retain_grad``). Query
     blocks are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
-    without changing the result; weights of several chunks are returned joined, off that path, as the
-    layer only chunks without gradients.
+    without changing the result; weights of several chunks are written into the returned tensors chunk by
+    chunk (never held twice), off that path, as the layer only chunks without gradients.
     """
     B, h, n, d = q.shape
     b = geometry.block_size
@@ -377,7 +377,9 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     k_blocks = F.pad(k, (0, 0, b, b)).view(B, h, nb + 2, b, d)  # a zero block at each end
     v_blocks = F.pad(v, (0, 0, b, b)).view(B, h, nb + 2, b, d)
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
-    outputs, weights = [], []
+    outputs, weights = [], None
+    if output_attentions and chunk_blocks < nb:  # (packed, global, local) of every query block, filled per chunk
+        weights = tuple(q.new_empty(B, h, nb, b, width) for width in (s, b, 3 * b))
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
         m = end - start
@@ -390,19 +392,24 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
             probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
             probs = torch.softmax(probs, dim=-1).view(B, h, m, b, K)
-            # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
-            # gradient retained on them is the whole one (views split off beside the product would get none).
             parts = probs.split([s, b, 3 * b], dim=-1)  # (B, h, m, b, s), (.., b), (.., 3b)
-            probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
+            if weights is None:
+                # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
+                # gradient retained on them is the whole one (views split off beside the product would get none).
+                weights = parts
+                probs = torch.cat(parts, dim=-1)
+            else:
+                for returned, part in zip(weights, parts):
+                    returned[:, :, start:end] = part
+            probs = probs.view(B, h * m, b, K)
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
-            weights.append(parts)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
         outputs.append(out.reshape(B, h, m * b, d))  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
     out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
     if not output_attentions:
         return out, None
-    p_packed, p_global, p_local = weights[0] if len(weights) == 1 else (torch.cat(w, dim=2) for w in zip(*weights))
+    p_packed, p_global, p_local = weights
     return out, (p_local, p_global, p_packed)
 
 
@@ -644,7 +651,9 @@ class LittleBirdEncoder(nn.Module):
                 hidden_states += (tokens,)
                 x = x if n == padded else torch.cat([tokens, x[:, n:]], dim=1)
             x, p, layer_attentions = layer(x, p, geometry, output_attentions)
-            if output_attentions:
+            # A forward hook may take a layer's weights and return None in their place, so that a caller reducing
+            # each layer as it is computed (the app's explorer) never holds more than one layer's.
+            if output_attentions and layer_attentions is not None:
                 attentions += (layer_attentions,)
         if output_hidden_states:
             hidden_states += (x[:, :n],)

@@ -11,7 +11,9 @@ module, so the F1 the evaluation reports is the F1 of the reader users get.
   length); a model with position embeddings never reads past them.
 - Which windows: a lexical first pass (:mod:`littlebird.window_ranking`, BM25) orders the windows,
   the likeliest to hold the answer first, and the model reads at most ``max_windows`` of them
-  (:func:`windows_to_read`): the cost of a question stays nearly flat in the document's length.
+  (:func:`first_pass`): the cost of a question stays nearly flat in the document's length.
+  ``Reading.windows`` keeps, per window, its first-pass rank and, for each window read, what the
+  model said of it (:class:`WindowRecord`), so a caller can show how the reader chose.
 - Decoding: the model picks its ``top_k_starts`` best starts and, per start, end logits
   conditioned on it; pairs from all windows are mapped to the shown text, tidied by the caller's
   ``tidy`` function, merged (best score per distinct span) and given a softmax over the n-best.
@@ -32,14 +34,14 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
-from .window_ranking import reading_order, window_scores
+from .window_ranking import order_by_score, window_scores
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
@@ -168,12 +170,15 @@ def window_length(model, max_length: int | None) -> int | None:
     return limit if max_length is None else min(max_length, limit)
 
 
-def windows_to_read(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-                    tokenizer, max_windows: int | None) -> list[int]:
-    """Indices of ``starts`` in reading order: ranked by :func:`littlebird.window_ranking.reading_order`
-    (the likeliest to hold the answer first), the best ``max_windows`` (None: all of them)."""
-    order = reading_order(question_ids, document_ids, starts, capacity, tokenizer)
-    return order if max_windows is None else order[:max_windows]
+def first_pass(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
+               tokenizer) -> tuple[list[int], np.ndarray | None]:
+    """Every index of ``starts`` in reading order, the likeliest to hold the answer first (BM25,
+    :mod:`littlebird.window_ranking`; ties in document order), and the windows' BM25 scores (None for
+    a document of one window: there is nothing to rank, so nothing is scored)."""
+    if len(starts) <= 1:
+        return list(range(len(starts))), None
+    scores = window_scores(question_ids, document_ids, starts, capacity, tokenizer)
+    return order_by_score(scores), scores
 
 
 # --------------------------------------------------------------------------- document tokens
@@ -430,19 +435,34 @@ def end_log_probabilities(top_end_logits: np.ndarray) -> np.ndarray:
         return np.where(finite, top_end_logits - peak - np.log(np.maximum(total, 1e-30)), -np.inf)
 
 
-def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
-                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False,
-                    window_prior: np.ndarray | None = None) -> list[Candidate]:
-    """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
+@dataclass
+class ScoredSpans:
+    """Every (window, start, end) pair the model scored, as arrays of shape (W, k, L)."""
 
-    A pair counts if both ends are document tokens with text (not the question, a tag token or
-    padding) and the model gave it a finite score. A pair's score is the start logit plus the
-    end's log-probability given that start (:func:`end_log_probabilities`) where the end depends
-    on the start, else plus the raw end logit (the baselines' independent ends: normalising them
-    per start would favour starts with little end mass after them). ``rank_windows``: plus the
-    window's :func:`window_offsets` (normalised start, plus the window's answerable logit), and
-    ``window_prior`` (W,) where given (the first pass's score of each window, see :func:`read`).
-    """
+    scores: np.ndarray  # how the pair ranks across windows (see span_candidates)
+    valid: np.ndarray  # the pair is an answer: both ends document tokens with text, a finite score
+    char_start: np.ndarray  # the pair's span in the shown text
+    char_end: np.ndarray
+
+    def best_per_window(self) -> np.ndarray:
+        """(W,) the best valid score of each window, -inf where a window has no valid pair."""
+        return np.where(self.valid, self.scores, -np.inf).reshape(len(self.scores), -1).max(axis=1)
+
+    def top(self, limit: int) -> list[Candidate]:
+        """The ``limit`` best valid pairs over all windows, best first."""
+        W, k, L = self.scores.shape
+        flat = np.flatnonzero(self.valid)
+        if flat.size == 0:
+            return []
+        order = flat[np.argsort(-self.scores.reshape(-1)[flat], kind="stable")][:limit]
+        return [Candidate(float(self.scores.reshape(-1)[i]), int(self.char_start.reshape(-1)[i]),
+                          int(self.char_end.reshape(-1)[i]), int(i // (k * L))) for i in order]
+
+
+def scored_spans(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int], *,
+                 end_depends_on_start: bool = True, rank_windows: bool = False,
+                 window_prior: np.ndarray | None = None) -> ScoredSpans:
+    """Every (start, end) pair of every window, scored as :func:`span_candidates` ranks them."""
     W, k, L = logits.top_end_logits.shape
     ends = end_log_probabilities(logits.top_end_logits) if end_depends_on_start else logits.top_end_logits
     scores = logits.top_start_logits[:, :, None] + ends  # (W, k, L)
@@ -459,12 +479,24 @@ def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int,
     char_start = spans[np.clip(start_doc, 0, len(spans) - 1), 0]
     char_end = spans[np.clip(end_doc, 0, len(spans) - 1), 1]
     valid = inside & (char_start >= 0) & (char_end > char_start)
-    flat = np.flatnonzero(valid)
-    if flat.size == 0:
-        return []
-    order = flat[np.argsort(-scores.reshape(-1)[flat], kind="stable")][:limit]
-    return [Candidate(float(scores.reshape(-1)[i]), int(char_start.reshape(-1)[i]), int(char_end.reshape(-1)[i]),
-                      int(i // (k * L))) for i in order]
+    return ScoredSpans(scores, valid, char_start, char_end)
+
+
+def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
+                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False,
+                    window_prior: np.ndarray | None = None) -> list[Candidate]:
+    """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
+
+    A pair counts if both ends are document tokens with text (not the question, a tag token or
+    padding) and the model gave it a finite score. A pair's score is the start logit plus the
+    end's log-probability given that start (:func:`end_log_probabilities`) where the end depends
+    on the start, else plus the raw end logit (the baselines' independent ends: normalising them
+    per start would favour starts with little end mass after them). ``rank_windows``: plus the
+    window's :func:`window_offsets` (normalised start, plus the window's answerable logit), and
+    ``window_prior`` (W,) where given (the first pass's score of each window, see :func:`read`).
+    """
+    return scored_spans(logits, spans, prefix_length, starts, end_depends_on_start=end_depends_on_start,
+                        rank_windows=rank_windows, window_prior=window_prior).top(limit)
 
 
 def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, tidy: Tidy | None = None) -> list[Answer]:
@@ -487,12 +519,31 @@ def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, ti
 class WindowAttention:
     """What the model attended to in one window: the input of an ``attention_summary`` hook."""
 
-    attentions: tuple  # the model's ``attentions`` output for this window (batch of one)
+    attentions: tuple  # the model's ``attentions`` for this window (batch of one), or per layer what reduce_layer made of them
     token_spans: list[tuple[int, int]]  # per input token, [start, end) in the shown text; (-1, -1) if none
     tokens: list[str]  # per input token, the tokenizer's piece
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP], before the document
     window: int
     document_tokens: tuple[int, int]  # the window's range of document token indices
+
+
+@dataclass(frozen=True)
+class WindowRecord:
+    """One window of a document as the reader saw it: where it is, how the first pass ranked it and,
+    when the model read it, what the model said of it."""
+
+    start: int  # the window's document tokens, [start, end)
+    end: int
+    rank: int  # its place in the first pass's order (BM25), 0 the best; document order for a single window
+    lexical_score: float | None  # its BM25 score; None when the document is one window (nothing was ranked)
+    read: int | None = None  # its place in the reading order (an Answer's ``window``); None: not read
+    answerable_logit: float | None = None  # the model's answerable logit for the window, when read
+    best_span_score: float | None = None  # the score its best span ranks with (before tidying); None: none
+
+    @property
+    def answerable_probability(self) -> float | None:
+        """The sigmoid of ``answerable_logit``: how sure the model is that the window holds the answer."""
+        return None if self.answerable_logit is None else 1 / (1 + math.exp(-self.answerable_logit))
 
 
 @dataclass
@@ -510,6 +561,7 @@ class Reading:
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
     note: str | None = None  # a sentence for the user when only part of the document was read
     stopped: str | None = None  # why ranked windows were left unread: "found" or "nothing found" (see read)
+    windows: list[WindowRecord] = field(default_factory=list)  # every window of the document, in document order
 
     @property
     def n_windows(self) -> int:
@@ -544,11 +596,40 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
             "a question that repeats the document's own words finds its part best.")
 
 
+def _attention_layers(model) -> list:
+    """The layers of a LittleBird encoder in ``model``, whose outputs end with their attention weights; []
+    for other models (the teacher's BERT encoder)."""
+    from .modeling_littlebird import LittleBirdLayer
+
+    encoder = getattr(getattr(model, "base_model", None), "encoder", None)
+    return [layer for layer in getattr(encoder, "layer", ()) if isinstance(layer, LittleBirdLayer)]
+
+
 def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,
-                      document_start: int, encoded: EncodedText) -> WindowAttention | None:
-    """Run one window again with attention weights: only a plot needs them, so other reads never pay."""
+                      document_start: int, encoded: EncodedText,
+                      reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
+    """Run one window again with attention weights: only a plot needs them, so other reads never pay.
+
+    With ``reduce_layer``, ``WindowAttention.attentions`` holds ``reduce_layer(window, weights)`` of each layer
+    instead of its weights, taken as each layer returns them (a forward hook), so that only one layer's
+    weights exist at a time: a layer's compact weights of an 8K-token window take ~150 MB.
+    """
     n = int(attention_mask[window].sum())
     ids = input_ids[window : window + 1, :n]
+    n_document = n - prefix_length
+    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
+    found = WindowAttention(attentions=(), token_spans=spans, tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+                            question_length=prefix_length, window=window,
+                            document_tokens=(document_start, document_start + n_document))
+    reduced = []
+
+    def take(layer, args, output):
+        x, p, weights = output
+        reduced.append(reduce_layer(found, replace(weights, length=n)))
+        return x, p, None  # the encoder keeps nothing of this layer's weights
+
+    layers = _attention_layers(model) if reduce_layer is not None else []
+    hooks = [layer.register_forward_hook(take) for layer in layers]
     with torch.inference_mode():
         try:
             out = model(input_ids=ids.to(model_device(model)),
@@ -556,13 +637,35 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
                         output_attentions=True)
         except TypeError:  # a model without attention outputs (the baselines): the plot is optional
             return None
-    if not out.attentions:
+        finally:
+            for hook in hooks:
+                hook.remove()
+    if layers:
+        found.attentions = tuple(reduced)
+    elif not out.attentions:
         return None
-    n_document = n - prefix_length
-    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
-    return WindowAttention(attentions=out.attentions, token_spans=spans,
-                           tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()), question_length=prefix_length,
-                           window=window, document_tokens=(document_start, document_start + n_document))
+    else:
+        found.attentions = out.attentions if reduce_layer is None else tuple(reduce_layer(found, a) for a in out.attentions)
+    return found
+
+
+def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
+                   lexical: np.ndarray | None, order: Sequence[int], answerable_logits: np.ndarray,
+                   best_span_scores: np.ndarray) -> list[WindowRecord]:
+    """Every window in document order: its first-pass ``ranked`` place and ``lexical`` score and, for the
+    first ``len(answerable_logits)`` windows of the reading ``order`` (those read), the model's
+    answerable logit and best span score."""
+    rank = {window: place for place, window in enumerate(ranked)}
+    read_as = {window: place for place, window in enumerate(order[: len(answerable_logits)])}
+    records = []
+    for window, start in enumerate(every_start):
+        place = read_as.get(window)
+        best = None if place is None or not np.isfinite(best_span_scores[place]) else float(best_span_scores[place])
+        records.append(WindowRecord(
+            start, min(start + capacity, n_tokens), rank[window], None if lexical is None else float(lexical[window]),
+            place, None if place is None else float(answerable_logits[place]), best,
+        ))  # fmt: skip
+    return records
 
 
 def read(question: str, text: str, *, model, tokenizer, model_text: str | None = None, model_to_text=None,
@@ -588,8 +691,10 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     windows.
 
     ``max_windows``: of a document that needs more windows, the model reads only this many, the
-    ones the lexical first pass ranks best (:func:`windows_to_read`; None: every window). Windows
-    are read in that order, best first, and ``Reading.window_token_spans`` lists them so.
+    ones the lexical first pass ranks best (:func:`first_pass`; None: every window). Windows
+    are read in that order, best first, and ``Reading.window_token_spans`` lists them so;
+    ``Reading.windows`` lists every window in document order with its first-pass rank and, for
+    those read, the answerable logit and best span score the answers were chosen by.
 
     ``time_budget``: seconds from the call after which no further window is started (None:
     unbounded, as the evaluation reads). The first window is always read; when the budget or
@@ -638,13 +743,12 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
         return Reading([], 0.0, True, n_tokens, [], len(prefix), timings)
 
     clock = time.perf_counter()
-    order = windows_to_read(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity, tokenizer,
-                            max_windows)
+    ranked, lexical = first_pass(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity,
+                                 tokenizer)
+    order = ranked if max_windows is None else ranked[:max_windows]
     starts = [every_start[i] for i in order]
     prior = None
-    if lexical_prior and rank_windows and len(every_start) > 1:
-        lexical = window_scores(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity,
-                                tokenizer)
+    if lexical_prior and rank_windows and lexical is not None:
         prior = lexical_prior * lexical[order] / max(float(lexical.max()), 1e-9)
     timings["rank"] = time.perf_counter() - clock
     clock = time.perf_counter()
@@ -659,10 +763,10 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     planned, starts = len(every_start), starts[: len(logits.answerable_logits)]
 
     clock = time.perf_counter()
-    candidates = span_candidates(logits, encoded.spans, len(prefix), starts, limit=n_best * _CANDIDATES_PER_ANSWER,
-                                 end_depends_on_start=getattr(model, "end_depends_on_start", True),
-                                 rank_windows=rank_windows, window_prior=prior)
-    answers = merge_candidates(candidates, text, n_best, tidy)
+    scored = scored_spans(logits, encoded.spans, len(prefix), starts,
+                          end_depends_on_start=getattr(model, "end_depends_on_start", True),
+                          rank_windows=rank_windows, window_prior=prior)
+    answers = merge_candidates(scored.top(n_best * _CANDIDATES_PER_ANSWER), text, n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
     stopped = None
@@ -670,7 +774,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
         stopped = stop_reason(logits, stop_confidence, give_up_below)
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
-                      stopped=stopped)
+                      stopped=stopped, windows=window_records(every_start, capacity, n_tokens, ranked, lexical, order,
+                                                              logits.answerable_logits, scored.best_per_window()))
     if len(starts) < planned:
         reading.note = reading_note(reading, timed_out=len(starts) < len(order) and stopped is None,
                                     time_budget=time_budget)
@@ -685,13 +790,16 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
 
 
 def window_attention(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH) -> WindowAttention | None:
+                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH,
+                     reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
     """The model's attention over one window of a reading, computed again when someone wants to see it.
 
-    The window is the one :func:`read` read from document token ``document_start`` (a start of
-    ``Reading.window_token_spans``) with the same ``question``, document and ``max_length``; the
-    document's tokens come from :func:`encode_text`'s cache. None for a model without attention
-    outputs (the baselines) or a document without tokens.
+    The window is the one :func:`read` read from document token ``document_start`` (the start of one of
+    ``Reading.windows``, read or not) with the same ``question``, document and ``max_length``; the
+    document's tokens come from :func:`encode_text`'s cache. ``reduce_layer(window, weights)``, when
+    given, reduces each layer's weights as the model computes them, and ``WindowAttention.attentions``
+    holds what it made of them: only one layer's weights are held at a time. None for a model without
+    attention outputs (the baselines) or a document without tokens.
     """
     max_length = window_length(model, max_length)
     ids = special_ids(tokenizer, model)
@@ -701,5 +809,6 @@ def window_attention(question: str, text: str, *, model, tokenizer, document_sta
     prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
     capacity = window_capacity(len(encoded.input_ids), len(prefix), max_length)
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, [document_start], capacity, ids.pad)
-    return _window_attention(model, tokenizer, input_ids, attention_mask, 0, len(prefix), document_start, encoded)
+    return _window_attention(model, tokenizer, input_ids, attention_mask, 0, len(prefix), document_start, encoded,
+                             reduce_layer)
 

@@ -94,10 +94,14 @@ def window_scores(question_ids: Sequence[int], document_ids: np.ndarray, starts:
     return out
 
 
+def order_by_score(scores: np.ndarray) -> list[int]:
+    """Indices of ``scores``, the highest first (ties: the lower index, i.e. document order)."""
+    return [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]
+
+
 def reading_order(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
                   tokenizer) -> list[int]:
     """Indices of ``starts``, the windows most likely to hold the answer first (ties: document order)."""
     if len(starts) <= 1:
         return list(range(len(starts)))
-    scores = window_scores(question_ids, document_ids, starts, capacity, tokenizer)
-    return [int(i) for i in np.argsort(-scores, kind="stable")]
+    return order_by_score(window_scores(question_ids, document_ids, starts, capacity, tokenizer))

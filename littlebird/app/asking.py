@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from littlebird.app import figures
@@ -24,7 +24,7 @@ from littlebird.app.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import QAResult, answer_question
-from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, window_attention
+from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowRecord, window_attention
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
 MAX_WINDOWS_CHOICES = (1, 64)  # the settings slider's range: windows the model reads per question
@@ -92,25 +92,76 @@ def run_qa(
 
 @dataclass(frozen=True)
 class ExplorerTarget:
-    """What the explorer needs to show the attention of a question's answer: the window it came from."""
+    """What the explorer needs to show the attention of one window of a question's reading.
+
+    It starts aimed at the best answer's window (:meth:`of`); :meth:`aimed` turns it to another
+    n-best answer or any window of the document, read or not (:meth:`choices` lists them).
+    """
 
     document: Document
     question: str
     checkpoint: str | None
     max_length: int
-    document_start: int  # first document token of the best answer's window (of the first window read, without one)
-    answer_span: tuple[int, int] | None  # the best answer in ``document.text``
+    windows: tuple[WindowRecord, ...]  # every window of the document, in document order
+    answers: tuple[Answer, ...]  # the n-best, best first
+    window: int  # the window aimed at: an index of ``windows``
+    answer: int | None  # the n-best answer aimed at, whose tokens the views follow; None: none in the window
 
     @classmethod
     def of(cls, view: "AskView", question: str, settings: Settings) -> "ExplorerTarget | None":
-        """The target of ``view``'s answer to ``question``; None when nothing was read."""
+        """The target of ``view``'s answer to ``question``, aimed at the best answer's window (the
+        first window read, without one); None when nothing was read."""
         result = view.result
-        if not result.window_token_spans:
+        if not any(w.read is not None for w in result.windows):
             return None
-        best = result.answers[0] if result.answers else None
-        start = result.window_token_spans[best.window if best else 0][0]
-        return cls(view.document, question, settings.checkpoint, settings.max_length, start,
-                   None if best is None else (best.start, best.end))
+        target = cls(view.document, question, settings.checkpoint, settings.max_length, tuple(result.windows),
+                     tuple(result.answers), window=0, answer=None)
+        return target.aimed("answer:0" if result.answers else f"window:{target._window_read(0)}")
+
+    @property
+    def document_start(self) -> int:
+        """First document token of the window aimed at."""
+        return self.windows[self.window].start
+
+    @property
+    def answer_span(self) -> tuple[int, int] | None:
+        """The answer aimed at, as a span of ``document.text``; None without one."""
+        if self.answer is None:
+            return None
+        answer = self.answers[self.answer]
+        return answer.start, answer.end
+
+    @property
+    def choice(self) -> str:
+        """The value of :meth:`choices` this target is aimed by."""
+        return f"window:{self.window}" if self.answer is None else f"answer:{self.answer}"
+
+    def _window_read(self, reading_index: int) -> int:
+        """The index in ``windows`` of the window read ``reading_index``-th (an ``Answer.window``)."""
+        return next(i for i, w in enumerate(self.windows) if w.read == reading_index)
+
+    def aimed(self, choice: str) -> "ExplorerTarget":
+        """This target aimed at ``choice``: "answer:K" (the K-th n-best answer and its window) or "window:W"
+        (window W of the document, following the best n-best answer read from it, if any)."""
+        kind, _, number = (choice or "").partition(":")
+        if kind not in ("answer", "window") or not number.isdigit():
+            raise ValueError(f"aim the explorer with 'answer:K' or 'window:W', got {choice!r}")
+        index = int(number)
+        if kind == "answer":
+            if index >= len(self.answers):
+                raise ValueError(f"there are {len(self.answers)} answers, so no answer:{index}")
+            return replace(self, window=self._window_read(self.answers[index].window), answer=index)
+        if index >= len(self.windows):
+            raise ValueError(f"the document has {len(self.windows)} windows, so no window:{index}")
+        reading_index = self.windows[index].read
+        answer = next((k for k, a in enumerate(self.answers) if a.window == reading_index), None)
+        return replace(self, window=index, answer=None if reading_index is None else answer)
+
+    def choices(self) -> list[tuple[str, str]]:
+        """(label, value) of everything the explorer can be aimed at: the n-best answers, then every window."""
+        answers = [(f"answer #{k + 1}: “{' '.join(a.text.split())[:48]}” ({a.probability:.0%}), window "
+                    f"{self._window_read(a.window)}", f"answer:{k}") for k, a in enumerate(self.answers)]
+        return answers + [(figures.window_label(i, w), f"window:{i}") for i, w in enumerate(self.windows)]
 
 
 @_gpu_task
@@ -118,16 +169,19 @@ def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.At
     document = target.document
     window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
                               document_start=target.document_start, model_text=document.model_text,
-                              model_to_text=document.model_to_text, max_length=target.max_length)
+                              model_to_text=document.model_to_text, max_length=target.max_length,
+                              reduce_layer=figures.LayerReduction(target.answer_span, loaded.block_size))
     if window is None:
         return None
     return figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
                                     block_size=loaded.block_size)
 
 
-def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
-    """The explorer for ``target``: its answer's window run again with attention weights, reduced
-    (``figures.summarize_window``) and drawn for ``layer`` and ``head``.
+def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
+            metric: str = "pack") -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
+    """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
+    model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head`` (the head atlas
+    for ``metric``, a key of ``app.head_metrics.METRICS``).
 
     Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
     target, gives no summary and the explorer's empty or explanatory plots.
@@ -135,7 +189,7 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0) -> 
     clock = time.perf_counter()
     loaded = load_model(target.checkpoint if target else None)
     summary = None if target is None or loaded.explorer_note else _summarize_target(target, loaded)
-    plots = explorer_plots(summary, loaded, layer=layer, head=head)
+    plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
     return summary, plots, time.perf_counter() - clock
 
 

@@ -1,4 +1,5 @@
-"""The attention explorer's figures for a loaded model: per head from an answer's summary, and the BiALiBi slopes.
+"""The attention explorer's figures for a loaded model: the reading map of a question's windows, per head
+from a window's summary, and the BiALiBi slopes.
 
 A BigBird or Longformer baseline has no pack & unpack attention and no BiALiBi: each of its plots
 then carries the model's ``explorer_note`` instead.
@@ -6,22 +7,53 @@ then carries the model's ``explorer_note`` instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from littlebird.app import figures
 from littlebird.app.models import LoadedModel, load_model
 
-
-def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int) -> dict[str, Any]:
-    """The explorer's per-head figures after the user picks another layer or head."""
-    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head)
+if TYPE_CHECKING:
+    from littlebird.app.asking import ExplorerTarget
 
 
-def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int) -> dict[str, Any]:
+def explore(summary: figures.AttentionSummary | None, checkpoint: str | None, layer: int, head: int,
+            metric: str = "pack") -> dict[str, Any]:
+    """The explorer's per-head figures (and the head atlas, outlining the head) after the user picks another
+    layer or head."""
+    return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head, metric=metric)
+
+
+def explorer_plots(summary: figures.AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int,
+                   metric: str = "pack") -> dict[str, Any]:
     """``figures.explorer_figures`` for ``loaded``; for a baseline model, its ``explorer_note`` in each plot."""
     if loaded.explorer_note:
         return figures.explorer_off(loaded.explorer_note)
-    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head)
+    return figures.explorer_figures(summary, loaded.slopes, layer=layer, head=head, metric=metric)
+
+
+def atlas_figure(summary: figures.AttentionSummary | None, checkpoint: str | None, metric: str, layer: int,
+                 head: int) -> Any:
+    """The head atlas alone, after the user picks another metric."""
+    return explore(summary, checkpoint, layer, head, metric)["atlas"]
+
+
+def atlas_cells(summary: figures.AttentionSummary | None, metric: str) -> list[tuple[str, str]]:
+    """The head atlas's cells as (label, "layer,head") choices, the highest ``metric`` first (NaN last), for
+    the menu that sets the layer and head: plotly clicks do not reach the server through ``gr.Plot``."""
+    if summary is None:
+        return []
+    values = summary.head_metrics[metric]
+    order = np.argsort(np.where(np.isnan(values), np.inf, -values), axis=None, kind="stable")
+    cells = [divmod(int(i), values.shape[1]) for i in order]
+    return [(f"layer {layer}, head {head}: {values[layer, head]:.3f}", f"{layer},{head}") for layer, head in cells]
+
+
+def atlas_cell(choice: str) -> tuple[int, int]:
+    """(layer, head) of an :func:`atlas_cells` value."""
+    layer, head = choice.split(",")
+    return int(layer), int(head)
 
 
 def slopes_figure(loaded: LoadedModel) -> Any:
@@ -29,3 +61,14 @@ def slopes_figure(loaded: LoadedModel) -> Any:
     if loaded.explorer_note:
         return figures.explorer_off(loaded.explorer_note)["slopes"]
     return figures.bialibi_heatmap(**loaded.slopes)
+
+
+def reading_map_figure(target: "ExplorerTarget | None", checkpoint: str | None) -> Any:
+    """The reading map of ``target``'s question, its window shaded (``figures.reading_map``); before a
+    question, what to do; for a baseline model, its ``explorer_note``."""
+    loaded = load_model(checkpoint)
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)["reading_map"]
+    if target is None:
+        return figures.reading_map([], [])
+    return figures.reading_map(target.windows, target.answers, aimed=target.window)

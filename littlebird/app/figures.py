@@ -2,10 +2,11 @@
 
 Two kinds of functions live here:
 
-* ``summarize_attention`` turns the model's attention into small numpy
-  arrays. A 16K-token window has ~150 MB of local attention weights per layer, far
-  too much to keep per browser session, so everything the explorer can show is
-  reduced once, right after the model ran, to block resolution (``AttentionSummary``).
+* ``summarize_layer`` turns one layer's attention into small numpy arrays, and
+  ``summarize_attention`` joins the layers' (``AttentionSummary``). A 16K-token window
+  has ~300 MB of attention weights per layer, far too much to keep per browser session
+  (or, over 12 layers, at once), so each layer is reduced to block resolution and to the
+  head atlas's metrics (``app.head_metrics``) as the model computes it (``LayerReduction``).
 * ``bialibi_heatmap``, ``bialibi_distance_curves``, ``attention_block_map``,
   ``answer_token_attention`` and ``pack_slot_reads`` take those arrays and return a
   ``plotly.graph_objects.Figure``. They never touch torch, so tests feed them
@@ -20,13 +21,15 @@ styling per figure.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from littlebird.app.head_metrics import METRICS, SHARES, head_metrics
 
 MAX_CELLS = 128
 """Most heatmap cells along one axis; more blocks than this are average-pooled."""
@@ -63,6 +66,7 @@ class AttentionSummary:
     answer_block_range: tuple[int, int] | None  # first and last block holding the answer
     question_blocks: int  # blocks covered by [CLS] + question + [SEP]
     block_labels: tuple[str, ...]  # nb hover labels: where each block starts
+    head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of app.head_metrics.METRICS -> (L, h)
 
     @property
     def num_layers(self) -> int:
@@ -127,6 +131,49 @@ def _local_to_blocks(local: np.ndarray, q: np.ndarray, nb: int) -> np.ndarray:
     return out[..., 1 : nb + 1]
 
 
+@dataclass(frozen=True)
+class LayerSummary:
+    """One layer's share of an ``AttentionSummary`` (its arrays without the layer axis), in float32."""
+
+    pool: int
+    block_map: np.ndarray  # (h, m, m)
+    answer_blocks: np.ndarray  # (h, a, nb)
+    answer_pack: np.ndarray  # (h, a, s)
+    pack_reads: np.ndarray  # (h, s, nb)
+    head_metrics: dict[str, np.ndarray]  # (h,) per metric
+
+
+def summarize_layer(
+    layer: Any, *, answer_positions: Sequence[int], question_tokens: int, block_size: int, max_cells: int = MAX_CELLS
+) -> LayerSummary:
+    """Reduce one layer's ``LittleBirdAttentions`` (batch row 0) to what the explorer draws of it.
+
+    ``layer`` has ``local`` (B, h, nb, b, 3b), ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s),
+    ``pack`` (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb); see ``summarize_attention``
+    for the other arguments.
+    """
+    positions = np.asarray(answer_positions, dtype=np.int64)
+    q_blocks, rows = positions // block_size, positions % block_size
+    local = _numpy(layer.local[0])  # (h, nb, b, 3b)
+    nb = local.shape[1]
+    pool = max(1, math.ceil(nb / max_cells))
+    # where the answer's tokens looked: local neighbours + block 0 + pack slots
+    tok_blocks = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)  # (h, a, nb)
+    tok_blocks[..., 0] += _numpy(layer.global_[0])[:, q_blocks, rows].sum(-1)
+    pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks or not
+    h, s, n = pack.shape
+    padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
+    padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
+    return LayerSummary(
+        pool=pool,
+        block_map=pool_blocks(_numpy(layer.block_map()[0]), pool),
+        answer_blocks=tok_blocks,
+        answer_pack=_numpy(layer.packed[0])[:, q_blocks, rows],  # (h, a, s)
+        pack_reads=padded.reshape(h, s, nb, block_size).sum(-1),  # (h, s, nb)
+        head_metrics=head_metrics(layer, question_tokens=question_tokens, answer_positions=positions),
+    )
+
+
 def summarize_attention(
     attentions: Sequence[Any],
     *,
@@ -142,8 +189,8 @@ def summarize_attention(
     Args:
         attentions: one object per layer with tensors ``local`` (B, h, nb, b, 3b),
             ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s), ``pack``
-            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb). Batch row 0
-            is used.
+            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb), batch row 0
+            used; or each layer's ``LayerSummary``, already reduced (``LayerReduction``).
         text: the document text that ``token_offsets`` index into.
         token_offsets: per window token, its (start, end) in ``text``, or None for
             special and question tokens.
@@ -152,60 +199,78 @@ def summarize_attention(
         block_size: the model's block size b.
         max_cells: pool the block map so neither axis exceeds this many cells.
     """
+    layers = [
+        layer if isinstance(layer, LayerSummary) else summarize_layer(
+            layer, answer_positions=answer_positions, question_tokens=question_tokens, block_size=block_size,
+            max_cells=max_cells,
+        )
+        for layer in attentions
+    ]  # fmt: skip
     n_tokens = len(token_offsets)
     positions = np.asarray(answer_positions, dtype=np.int64)
-    q_blocks, rows = positions // block_size, positions % block_size
-    block_maps, answer_blocks, answer_pack, pack_reads = [], [], [], []
-    for layer in attentions:
-        local = _numpy(layer.local)[0]  # (h, nb, b, 3b)
-        nb = local.shape[1]
-        pool = max(1, math.ceil(nb / max_cells))
-        block_maps.append(pool_blocks(_numpy(layer.block_map())[0], pool))
-        # where the answer's tokens looked: local neighbours + block 0 + pack slots
-        tok_local = local[:, q_blocks, rows]  # (h, a, 3b)
-        tok_blocks = _local_to_blocks(tok_local, q_blocks, nb)  # (h, a, nb)
-        tok_blocks[..., 0] += _numpy(layer.global_)[0][:, q_blocks, rows].sum(-1)
-        answer_blocks.append(tok_blocks)
-        answer_pack.append(_numpy(layer.packed)[0][:, q_blocks, rows])  # (h, a, s)
-        pack = _numpy(layer.pack)[0]  # (h, s, n) with n padded to blocks or not
-        h, s, n = pack.shape
-        padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
-        padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
-        reads = padded.reshape(h, s, nb, block_size).sum(-1)
-        pack_reads.append(reads)  # (h, s, nb)
     answer_tokens = tuple(
         text[token_offsets[p][0] : token_offsets[p][1]] if token_offsets[p] else "?" for p in positions
     )
+    q_blocks = positions // block_size
     answer_range = (int(q_blocks.min()), int(q_blocks.max())) if len(positions) else None
+
+    def stacked(name: str) -> np.ndarray:
+        return np.stack([getattr(layer, name) for layer in layers]).astype(np.float16)
+
     return AttentionSummary(
         block_size=block_size,
         n_tokens=n_tokens,
-        pool=pool,
-        block_maps=np.stack(block_maps).astype(np.float16),
-        answer_blocks=np.stack(answer_blocks).astype(np.float16),
-        answer_pack=np.stack(answer_pack).astype(np.float16),
-        pack_reads=np.stack(pack_reads).astype(np.float16),
+        pool=layers[-1].pool,
+        block_maps=stacked("block_map"),
+        answer_blocks=stacked("answer_blocks"),
+        answer_pack=stacked("answer_pack"),
+        pack_reads=stacked("pack_reads"),
         answer_tokens=answer_tokens,
         answer_block_range=answer_range,
         question_blocks=math.ceil(question_tokens / block_size),
         block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
+        head_metrics={name: np.stack([layer.head_metrics[name] for layer in layers]) for name in METRICS},
     )
 
 
+def _offsets(window: Any) -> list[tuple[int, int] | None]:
+    """Each window token's (start, end) in the shown text, None for special and question tokens."""
+    return [None if start < 0 else (start, end) for start, end in window.token_spans]
+
+
+def answer_positions(window: Any, answer_span: tuple[int, int] | None) -> list[int]:
+    """The window's tokens that overlap ``answer_span`` of the shown text (none without a span)."""
+    if answer_span is None:
+        return []
+    first, last = answer_span
+    return [i for i, o in enumerate(_offsets(window)) if o is not None and o[0] < last and o[1] > first]
+
+
+@dataclass(frozen=True)
+class LayerReduction:
+    """``reduce_layer`` for ``littlebird.reader.window_attention``: ``summarize_layer`` of each layer as the
+    model computes it, so the window's summary never needs more than one layer's weights at a time."""
+
+    answer_span: tuple[int, int] | None
+    block_size: int
+    max_cells: int = MAX_CELLS
+
+    def __call__(self, window: Any, layer: Any) -> LayerSummary:
+        return summarize_layer(layer, answer_positions=answer_positions(window, self.answer_span),
+                               question_tokens=window.question_length, block_size=self.block_size,
+                               max_cells=self.max_cells)
+
+
 def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
-    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of the best answer's window.
+    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of one window of a reading.
 
     ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
     special and question tokens); the answer's tokens are the document tokens overlapping
-    ``answer_span`` (none when there is no answer).
+    ``answer_span`` (none when there is no answer). ``window.attentions`` are the layers' weights or,
+    reduced as the model ran (``LayerReduction``), their ``LayerSummary``.
     """
-    offsets = [None if start < 0 else (start, end) for start, end in window.token_spans]
-    positions = []
-    if answer_span is not None:
-        first, last = answer_span
-        positions = [i for i, o in enumerate(offsets) if o is not None and o[0] < last and o[1] > first]
     return summarize_attention(
-        window.attentions, text=text, token_offsets=offsets, answer_positions=positions,
+        window.attentions, text=text, token_offsets=_offsets(window), answer_positions=answer_positions(window, answer_span),
         question_tokens=window.question_length, block_size=block_size,
     )  # fmt: skip
 
@@ -515,6 +580,107 @@ def pack_slot_reads(
     return _layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
 
 
+def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, head: int | None = None) -> go.Figure:
+    """One head metric (a key of ``app.head_metrics.METRICS``) for every layer (rows) and head (columns).
+
+    ``values`` is (layers, heads), as ``AttentionSummary.head_metrics[metric]``. Shares of attention
+    are drawn on a fixed 0..1 scale, so two windows' atlases compare; distance and entropy on their
+    own range. The explorer's ``layer`` and ``head`` are outlined.
+    """
+    label = METRICS[metric]
+    title = f"Head atlas: {label}"
+    values = np.asarray(values, dtype=np.float32)
+    if np.isnan(values).all():
+        return _message_figure(title, "The window explored holds no answer span, so no head attends to one.")
+    n_layers, n_heads = values.shape
+    scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
+    fig = go.Figure(go.Heatmap(
+        z=np.round(values, 4), x=list(range(n_heads)), y=list(range(n_layers)), colorscale=_COLORSCALE,
+        texttemplate="%{z:.2f}" if n_layers * n_heads <= 400 else None, textfont={"size": 9},
+        colorbar={"thickness": 12, "tickformat": ".0%" if metric in SHARES else None},
+        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{label}: %{{z:.3f}}<extra></extra>", **scale,
+    ))  # fmt: skip
+    if layer is not None and head is not None:
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line={"color": "#ff4136", "width": 3})
+    fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None)
+    fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1 if n_layers <= 24 else None)
+    return _layout(fig, title, height=360)
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def window_label(index: int, window: Any) -> str:
+    """One line on a window of the reading: where it is, its first-pass rank, whether and when it was read."""
+    read = "not read" if window.read is None else f"read {_ordinal(window.read + 1)}"
+    return f"window {index} · tokens {window.start:,}–{window.end:,} · first pass #{window.rank + 1} · {read}"
+
+
+_READ, _UNREAD, _BEST, _OTHER = "#1f77b4", "#c7c7c7", "#d62728", "#ff7f0e"
+
+
+def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | None = None) -> go.Figure:
+    """How the reader went through the document: one mark per window, in document order.
+
+    ``windows`` are the reading's ``littlebird.reader.WindowRecord`` (document order) and ``answers``
+    its n-best (``Answer.window`` counts windows in reading order). Top row: each window's first-pass
+    (BM25) score, dark where the model read the window, with its rank; middle row: the answerable
+    probability of each window read; bottom row: each read window's best span score (a dot) and the
+    n-best answers as ticks at their scores, the best in red. ``aimed``, a window index, is shaded:
+    the window the explorer shows.
+    """
+    title = "Reading map: the first pass ranks the windows, the model reads the best ones"
+    if not windows:
+        return _message_figure(title, "Ask a question to see which windows the reader read, and what it found in them.")
+    x = list(range(len(windows)))  # plain numbers: a few per window, and the page reads them back
+    read = [w.read is not None for w in windows]
+    hover = [window_label(i, w) + (f"<br>BM25 {w.lexical_score:.2f}" if w.lexical_score is not None else "")
+             + ("" if w.read is None else f"<br>answerable {w.answerable_probability:.0%}"
+                + ("" if w.best_span_score is None else f", best span {w.best_span_score:.2f}"))
+             for i, w in enumerate(windows)]
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.4, 0.3, 0.3])
+    fig.add_trace(go.Bar(
+        x=x, y=[w.lexical_score or 0.0 for w in windows], text=[f"#{w.rank + 1}" for w in windows],
+        textposition="outside", cliponaxis=False, marker={"color": [_READ if r else _UNREAD for r in read]},
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="first pass", showlegend=False,
+    ), row=1, col=1)  # fmt: skip
+    seen = [i for i, r in enumerate(read) if r]
+    fig.add_trace(go.Scatter(
+        x=seen, y=[windows[i].answerable_probability for i in seen], mode="markers+text",
+        text=[str(windows[i].read + 1) for i in seen], textposition="top center", marker={"color": _READ, "size": 8},
+        hovertext=[hover[i] for i in seen], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=2, col=1)  # fmt: skip
+    scored = [i for i in seen if windows[i].best_span_score is not None]
+    fig.add_trace(go.Scatter(
+        x=scored, y=[windows[i].best_span_score for i in scored], mode="markers", marker={"color": _READ, "size": 7},
+        hovertext=[hover[i] for i in scored], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=3, col=1)  # fmt: skip
+    by_reading = {w.read: i for i, w in enumerate(windows) if w.read is not None}
+    ticks = [(rank, a, by_reading[a.window]) for rank, a in enumerate(answers) if a.window in by_reading]
+    fig.add_trace(go.Scatter(
+        x=[i for _, _, i in ticks], y=[a.score for _, a, _ in ticks], mode="markers",
+        marker={"symbol": "line-ew-open", "size": 22, "line": {"width": 3},
+                "color": [_BEST if rank == 0 else _OTHER for rank, _, _ in ticks]},
+        hovertext=[f"#{rank + 1} “{' '.join(a.text.split())[:LABEL_CHARS]}” · {a.probability:.0%}<br>"
+                   f"{window_label(i, windows[i])}" for rank, a, i in ticks],
+        hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
+    ), row=3, col=1)  # fmt: skip
+    if aimed is not None and 0 <= aimed < len(windows):
+        for row in (1, 2, 3):
+            fig.add_vrect(x0=aimed - 0.5, x1=aimed + 0.5, fillcolor="rgba(255,201,77,0.35)", line={"width": 0},
+                          layer="below", row=row, col=1)
+    fig.update_yaxes(title_text="BM25", row=1, col=1)
+    fig.update_yaxes(title_text="answerable", range=[-0.05, 1.15], tickformat=".0%", row=2, col=1)
+    fig.update_yaxes(title_text="span score", row=3, col=1)
+    fig.update_xaxes(title_text="window, in document order (shaded: the one explored)", row=3, col=1,
+                     dtick=1 if len(windows) <= 30 else None)
+    return _layout(fig, title, height=420)
+
+
 def _message_figure(title: str, message: str) -> go.Figure:
     """An empty figure that says why there is nothing to draw."""
     fig = go.Figure()
@@ -527,25 +693,30 @@ def _message_figure(title: str, message: str) -> go.Figure:
 # The explorer's plots drawn from an attention summary, with their titles.
 _SUMMARY_PLOTS = {"block_map": "Attention by block", "answer": "Where the answer's tokens looked",
                   "pack": "What each pack slot read"}
+_READING_MAP = "Reading map"
+_ATLAS = "Head atlas"
 
 
 def explorer_off(note: str) -> dict[str, go.Figure]:
-    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``) as ``note``.
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``)
+    as ``note``.
 
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
-    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head"}
+    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
+              "reading_map": _READING_MAP, "atlas": _ATLAS}
     return {key: _message_figure(title, note) for key, title in titles.items()}
 
 
 def explorer_figures(
-    summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int
+    summary: AttentionSummary | None, slopes: dict[str, np.ndarray], *, layer: int, head: int, metric: str = "pack"
 ) -> dict[str, go.Figure]:
-    """The explorer's four per-head figures for ``layer`` and ``head``.
+    """The explorer's figures for ``layer`` and ``head``.
 
     Keys: ``block_map``, ``answer``, ``pack`` (from the summary, or a message figure when
-    there is none yet) and ``curves`` (from the BiALiBi ``slopes``, always available).
+    there is none yet), ``atlas`` (the summary's ``metric`` for every head, ``layer`` and
+    ``head`` outlined) and ``curves`` (from the BiALiBi ``slopes``, always available).
     """
     layers = slopes["alpha"].shape[0]
     layer = min(max(int(layer), 0), layers - 1)
@@ -554,8 +725,9 @@ def explorer_figures(
     out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
     if summary is None:
         note = "Ask a question, then open the explorer to see this."
-        out.update({key: _message_figure(title, note) for key, title in _SUMMARY_PLOTS.items()})
+        out.update({key: _message_figure(title, note) for key, title in {**_SUMMARY_PLOTS, "atlas": _ATLAS}.items()})
         return out
+    out["atlas"] = head_atlas(summary.head_metrics[metric], metric=metric, layer=layer, head=head)
     at = (layer, head)
     out["block_map"] = attention_block_map(
         summary.block_maps[at], block_size=b, pool=summary.pool, layer=layer, head=head,

@@ -7,14 +7,15 @@ question's language, the device, and a sentence for the user when there is no cl
 them, what the caller made of the best answer's attention.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from littlebird.app.clean import Document
 from littlebird.app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
-from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, encode_text, model_device, read
+from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, WindowRecord, encode_text,
+                               model_device, read)
 
 __all__ = ["Answer", "QAResult", "answer_question", "answer_with_attention"]
 
@@ -34,6 +35,7 @@ class QAResult:
     window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window read, in reading order
     message: str | None = None  # a sentence for the user when there is no clear answer or only part was read
     windows_planned: int = 0  # windows that cover the whole document; more than ``n_windows`` when only some were read
+    windows: list[WindowRecord] = field(default_factory=list)  # every window, document order: rank, and what was read
 
 
 def _message(result: QAResult, document: Document) -> str | None:
@@ -100,7 +102,7 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
                       reading.n_windows, question_language, device, reading.window_token_spans,
-                      windows_planned=reading.windows_planned)
+                      windows_planned=reading.windows_planned, windows=reading.windows)
     if reading.n_windows == 0:
         result.message = "The document has no text to search."
     else:

@@ -29,7 +29,9 @@ from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import choose_example, load_examples
-from littlebird.app.explorer import explore, explorer_plots, slopes_figure
+from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
+                                     slopes_figure)
+from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
@@ -124,7 +126,7 @@ def build_demo(
         source = gr.State("paste")
         active_checkpoint = gr.State(checkpoint)
         summary = gr.State(None, time_to_live=1800)  # ~12 MB for a 16K-token window: let idle sessions drop it
-        explorer_target = gr.State(None, time_to_live=1800)  # the last answer's window, for the explorer
+        explorer_target = gr.State(None, time_to_live=1800)  # the window the explorer shows, of the last answer
         explorer_open = gr.State(False)
         question_number = gr.State(0)  # of this page's newest question: Cancellation.new_question
 
@@ -172,10 +174,16 @@ def build_demo(
 
         with gr.Accordion("Attention explorer", open=False, elem_id="lb-explorer") as explorer_box:
             gr.Markdown(
-                "One layer and head at a time, for the window that holds the answer; opening the explorer runs that "
-                "window again to collect its attention. Colours are log-scaled weights. "
-                "Hover the grey strip under a plot to see which text a block holds."
+                "The reading map shows every window of the document: how the first pass ranked it, and what the "
+                "model made of those it read. The plots below show one window, one layer and head at a time: the "
+                "best answer's window, or the one picked under the map. Opening the explorer runs that window again "
+                "to collect its attention. Colours are log-scaled weights. "
+                "Hover the grey strip under a plot to see which text a block holds. The head atlas gives one number "
+                "per layer and head of the window (pick a metric); its menu moves the sliders to a head."
             )
+            reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
+            aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
+                              info="an n-best answer, or any window of the document")
             with gr.Row():
                 layer = gr.Slider(0, loaded.num_layers - 1, value=0, step=1, label="Layer", elem_id="lb-layer")
                 head = gr.Slider(0, loaded.num_heads - 1, value=0, step=1, label="Head", elem_id="lb-head")
@@ -183,36 +191,76 @@ def build_demo(
             with gr.Row():
                 answer_plot = gr.Plot(empty_plots["answer"], label="Answer tokens", elem_id="lb-plot-answer")
                 pack_plot = gr.Plot(empty_plots["pack"], label="Pack slots", elem_id="lb-plot-pack")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=1, min_width=220):
+                    metric = gr.Radio([(label, name) for name, label in METRICS.items()], value="pack",
+                                      label="Head atlas metric", elem_id="lb-atlas-metric")
+                    atlas_cell_menu = gr.Dropdown(choices=[], value=None, label="Show a head of the atlas",
+                                                  info="highest first", elem_id="lb-atlas-cell")
+                atlas_plot = gr.Plot(empty_plots["atlas"], label="Head atlas", elem_id="lb-head-atlas", scale=3)
             with gr.Row():
                 slopes_plot = gr.Plot(slopes_figure(loaded), label="BiALiBi slopes", elem_id="lb-plot-slopes")
                 curves_plot = gr.Plot(empty_plots["curves"], label="BiALiBi curves", elem_id="lb-plot-curves")
 
-            def on_explore(summary, checkpoint, layer, head):
-                plots = explore(summary, checkpoint, int(layer), int(head))
-                return plots["block_map"], plots["answer"], plots["pack"], plots["curves"]
+            def on_explore(summary, checkpoint, layer, head, metric):
+                plots = explore(summary, checkpoint, int(layer), int(head), metric)
+                return plots["block_map"], plots["answer"], plots["pack"], plots["curves"], plots["atlas"]
 
             # "change" also covers typing in the sliders' number boxes; while a slider is dragged,
             # always_last drops the intermediate values instead of queueing a redraw for each.
             gr.on(
                 [layer.change, head.change],
                 on_explore,
-                [summary, active_checkpoint, layer, head],
-                [block_map, answer_plot, pack_plot, curves_plot],
+                [summary, active_checkpoint, layer, head, metric],
+                [block_map, answer_plot, pack_plot, curves_plot, atlas_plot],
                 api_visibility="private",
                 show_progress="minimal",
                 trigger_mode="always_last",
             )
 
-            def on_explain(target, summary, is_open, layer, head):
-                """The attention of the answer's window, computed once per answer and only while the explorer is open."""
-                if not is_open or target is None or summary is not None:
-                    return (gr.skip(),) * 5
-                summary, plots, _ = explain(target, layer=int(layer), head=int(head))
-                return summary, plots["block_map"], plots["answer"], plots["pack"], plots["curves"]
+            def on_metric(summary, checkpoint, metric, layer, head):
+                return (atlas_figure(summary, checkpoint, metric, int(layer), int(head)),
+                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None))
 
-            explain_inputs = [explorer_target, summary, explorer_open, layer, head]
-            explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot]
+            metric.change(
+                on_metric, [summary, active_checkpoint, metric, layer, head], [atlas_plot, atlas_cell_menu],
+                api_visibility="private", show_progress="minimal", trigger_mode="always_last",
+            )  # fmt: skip
+
+            def on_atlas_cell(choice):
+                """A head picked in the atlas's menu moves the sliders, whose change redraws the plots."""
+                if not choice:
+                    return gr.skip(), gr.skip()
+                return atlas_cell(choice)
+
+            atlas_cell_menu.input(on_atlas_cell, atlas_cell_menu, [layer, head], api_visibility="private", queue=False)
+
+            def on_explain(target, summary, is_open, layer, head, metric):
+                """The attention of the target's window, computed once per target and only while the explorer is open."""
+                if not is_open or target is None or summary is not None:
+                    return (gr.skip(),) * 7
+                summary, plots, _ = explain(target, layer=int(layer), head=int(head), metric=metric)
+                return (summary, plots["block_map"], plots["answer"], plots["pack"], plots["curves"], plots["atlas"],
+                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None))
+
+            explain_inputs = [explorer_target, summary, explorer_open, layer, head, metric]
+            explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot, atlas_plot, atlas_cell_menu]
             explorer_box.expand(lambda: True, None, explorer_open, api_visibility="private", queue=False).then(
+                on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
+                **model_events,
+            )  # fmt: skip
+
+            def on_aim(target, choice):
+                """The explorer turned to another answer or window: its summary is computed again, if open."""
+                if target is None or not choice or choice == target.choice:
+                    return gr.skip(), gr.skip(), gr.skip()
+                target = target.aimed(choice)
+                return target, None, reading_map_figure(target, target.checkpoint)
+
+            aim.input(
+                on_aim, [explorer_target, aim], [explorer_target, summary, reading_map], api_visibility="private",
+                queue=False,
+            ).then(
                 on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
                 **model_events,
             )  # fmt: skip
@@ -240,12 +288,14 @@ def build_demo(
                     new.checkpoint, new.status, gr.Markdown(f"⚠️ {new.warning}" if new.warning else "", visible=bool(new.warning)),
                     gr.Slider(maximum=new.num_layers - 1, value=0), gr.Slider(maximum=new.num_heads - 1, value=0),
                     slopes_figure(new), None, plots["block_map"], plots["answer"], plots["pack"], plots["curves"],
+                    None, reading_map_figure(None, new.checkpoint), gr.Dropdown(choices=[], value=None), plots["atlas"],
+                    gr.Dropdown(choices=[], value=None),
                 )  # fmt: skip
 
             load_button.click(
                 on_load, checkpoint_box,
                 [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary, block_map, answer_plot,
-                 pack_plot, curves_plot],
+                 pack_plot, curves_plot, explorer_target, reading_map, aim, atlas_plot, atlas_cell_menu],
                 api_visibility="private", **model_events,
             )  # fmt: skip
 
@@ -267,8 +317,11 @@ def build_demo(
                 except (DocumentError, CheckpointError) as error:
                     raise gr.Error(str(error), print_exception=False) from None
                 except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
-                    return (gr.skip(),) * 5
-            return view.answer_html, view.document_html, view.stats, view.explorer, None
+                    return (gr.skip(),) * 7
+            target = view.explorer
+            aims = gr.Dropdown(choices=target.choices(), value=target.choice) if target else gr.Dropdown(choices=[], value=None)
+            return (view.answer_html, view.document_html, view.stats, target, None,
+                    reading_map_figure(target, checkpoint), aims)
 
         gr.on(
             [ask_button.click, question.submit], on_new_question, None, question_number,
@@ -277,7 +330,7 @@ def build_demo(
             on_ask,
             [question_number, source, pasted, url, upload, question, active_checkpoint, max_length, max_windows,
              n_best_count, threshold],
-            [answer, document, stats, explorer_target, summary],
+            [answer, document, stats, explorer_target, summary, reading_map, aim],
             api_visibility="private", trigger_mode="always_last", **model_events,
         ).success(  # the answer shows first; an open explorer then draws the new answer's window
             on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",

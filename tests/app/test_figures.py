@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from littlebird.app import figures
+from littlebird.app.head_metrics import METRICS
 from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows
@@ -173,3 +174,93 @@ def test_figures_stay_light_for_a_16k_document():
         assert size < 250_000, f"{name} figure is {size} bytes of JSON"
         json.loads(fig.to_json())  # valid JSON, as gr.Plot sends it
     assert sizes["block_map"].data[0].z.shape == (128, 128)
+
+
+def test_reading_map_marks_every_window_in_document_order_and_the_answers_as_ticks():
+    from littlebird.reader import Answer, WindowRecord
+
+    # five windows; the first pass ranked 3, 1, 4 best and the model read those three, in that order
+    windows = [WindowRecord(0, 100, 3, 0.5), WindowRecord(80, 180, 1, 2.0, read=1, answerable_logit=0.0, best_span_score=-1.0),
+               WindowRecord(160, 260, 4, 0.1), WindowRecord(240, 340, 0, 3.0, read=0, answerable_logit=2.0,
+                                                            best_span_score=1.5),
+               WindowRecord(320, 400, 2, 1.0, read=2, answerable_logit=-3.0, best_span_score=None)]
+    answers = [Answer("a", 900, 901, 1.5, 0.7, window=0), Answer("b", 500, 502, -1.0, 0.2, window=1),
+               Answer("c", 910, 912, 0.5, 0.1, window=0)]
+    fig = figures.reading_map(windows, answers, aimed=3)
+    bars, answerable, best, ticks = fig.data
+    assert list(bars.x) == [0, 1, 2, 3, 4] and list(bars.y) == [0.5, 2.0, 0.1, 3.0, 1.0]
+    assert list(bars.text) == ["#4", "#2", "#5", "#1", "#3"]
+    assert [c == figures._READ for c in bars.marker.color] == [False, True, False, True, True]
+    assert list(answerable.x) == [1, 3, 4] and list(answerable.text) == ["2", "1", "3"]
+    np.testing.assert_allclose(answerable.y, [0.5, 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(3))])
+    assert list(best.x) == [1, 3] and list(best.y) == [-1.0, 1.5]  # a window without a span has no dot
+    assert list(ticks.x) == [3, 1, 3] and list(ticks.y) == [1.5, -1.0, 0.5]  # each answer at its window and score
+    assert ticks.marker.color[0] == figures._BEST and "“a”" in ticks.hovertext[0]
+    assert len(fig.layout.shapes) == 3 and {s.x0 for s in fig.layout.shapes} == {2.5}  # the window explored
+    assert "read 2nd" in bars.hovertext[1] and "not read" in bars.hovertext[0]
+    json.loads(fig.to_json())
+
+    one = figures.reading_map([WindowRecord(0, 50, 0, None, read=0, answerable_logit=1.0, best_span_score=0.3)], [])
+    assert list(one.data[0].y) == [0.0]  # a single window is not ranked: no BM25 bar
+    assert "Ask a question" in figures.reading_map([], []).layout.annotations[0].text
+
+
+def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches_the_whole():
+    import weakref
+
+    from littlebird.reader import window_attention
+    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+    model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
+    text = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 30
+    in_window = text.index("1377", len(text) // 6)  # the window's document tokens start at the 40th
+    answer_span = (in_window, in_window + 4)
+    options = dict(model=model, tokenizer=tokenizer, document_start=40, max_length=256)
+    whole = window_attention("When was Jikji printed?", text, **options)
+    alive = []  # per layer reduced, whether each earlier layer's weights still exist
+
+    def reduce(window, layer):
+        alive.append([ref() is not None for ref in refs])
+        refs.append(weakref.ref(layer.local))
+        return figures.LayerReduction(answer_span, block_size=64)(window, layer)
+
+    refs = []
+    streamed = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
+    assert alive == [[], [False]]  # the first layer's weights were gone before the second's were reduced
+    assert all(isinstance(layer, figures.LayerSummary) for layer in streamed.attentions)
+    one = figures.summarize_window(streamed, text=text, answer_span=answer_span, block_size=64)
+    other = figures.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
+    assert one.answer_tokens == other.answer_tokens and one.answer_tokens
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(other, name), err_msg=name)
+    assert set(one.head_metrics) == set(METRICS) and one.head_metrics["pack"].shape == (2, 4)
+    for name in METRICS:
+        np.testing.assert_array_equal(one.head_metrics[name], other.head_metrics[name], err_msg=name)
+
+
+def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers():
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) / 10  # layer 1, head 2 highest
+    fig = figures.head_atlas(values, metric="pack", layer=1, head=2)
+    heat = fig.data[0]
+    np.testing.assert_allclose(heat.z, values)
+    assert list(heat.x) == [0, 1, 2] and list(heat.y) == [0, 1]
+    assert (heat.zmin, heat.zmax) == (0.0, 1.0)  # a share: the same scale in every window
+    outline = fig.layout.shapes[0]
+    assert (outline.x0, outline.x1, outline.y0, outline.y1) == (1.5, 2.5, 0.5, 1.5)
+    assert "pack slots" in fig.layout.title.text
+    distance = figures.head_atlas(values * 100, metric="distance")
+    assert distance.data[0].zmin is None and not distance.layout.shapes  # its own range; no head chosen
+    nothing = figures.head_atlas(np.full((2, 3), np.nan), metric="answer", layer=0, head=0)
+    assert "no answer span" in nothing.layout.annotations[0].text
+
+
+def test_the_summary_gives_every_metric_for_every_layer_and_head(summary):
+    assert set(summary.head_metrics) == set(METRICS)
+    assert all(values.shape == (2, 3) for values in summary.head_metrics.values())
+    for layer in range(2):  # the fixture's layers, one by one, give the same numbers
+        layer_metrics = figures.summarize_layer(fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35],
+                                                question_tokens=5, block_size=B).head_metrics
+        for name in METRICS:
+            np.testing.assert_allclose(summary.head_metrics[name][layer], layer_metrics[name], err_msg=name)
+    figs = figures.explorer_figures(summary, _slopes(2, 3), layer=1, head=2, metric="entropy")
+    assert "entropy" in figs["atlas"].layout.title.text and figs["atlas"].layout.shapes[0].x0 == 1.5

@@ -7,6 +7,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -190,7 +191,7 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     summary, plots, seconds = asking.explain(view.explorer, layer=1, head=3)
     assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4 and seconds > 0
     assert summary.answer_tokens  # the best answer's tokens were found in the window
-    assert set(plots) == {"block_map", "answer", "pack", "curves"}
+    assert set(plots) == {"block_map", "answer", "pack", "curves", "atlas"}
     assert "layer 1 head 3" in plots["block_map"].layout.title.text
 
 
@@ -203,12 +204,61 @@ def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
     assert "Ask a question" in empty["block_map"].layout.annotations[0].text
 
 
+def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_head(settings):
+    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, plots, _ = asking.explain(view.explorer, layer=1, head=2, metric="distance")
+    assert "distance" in plots["atlas"].layout.title.text
+    cells = explorer.atlas_cells(summary, "distance")
+    values = summary.head_metrics["distance"]
+    assert len(cells) == values.size == 2 * 4
+    ranked = [values[explorer.atlas_cell(value)] for _, value in cells]
+    assert ranked == sorted(ranked, reverse=True)
+    assert explorer.atlas_cell(cells[0][1]) == np.unravel_index(np.argmax(values), values.shape)
+    redrawn = explorer.atlas_figure(summary, TEST_MODEL, "entropy", layer=0, head=3)
+    assert "entropy" in redrawn.layout.title.text and redrawn.layout.shapes[0].x0 == 2.5
+    assert explorer.atlas_cells(None, "pack") == []
+
+
 def test_the_explorer_without_a_question_shows_what_to_do(settings):
     quick = asking.Settings(checkpoint=TEST_MODEL, n_best=2, max_length=512)
     view = asking.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
     assert view.explorer is not None and len(view.result.answers) <= 2
     summary, plots, _ = asking.explain(None)
     assert summary is None and "Ask a question" in plots["answer"].layout.annotations[0].text
+
+
+def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settings):
+    pasted = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
+    view = asking.ask("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=pasted)
+    target, result = view.explorer, view.result
+    assert len(target.windows) == result.windows_planned > 3 and target.answers == tuple(result.answers)
+    best = result.answers[0]
+    assert target.choice == "answer:0" and target.answer_span == (best.start, best.end)
+    assert target.document_start == result.window_token_spans[best.window][0]
+    values = [value for _, value in target.choices()]
+    assert values == [f"answer:{k}" for k in range(len(result.answers))] + [f"window:{i}" for i in range(len(target.windows))]
+
+    # another n-best answer: its own window and span
+    last = len(result.answers) - 1
+    other = target.aimed(f"answer:{last}")
+    assert other.answer_span == (result.answers[last].start, result.answers[last].end)
+    assert other.document_start == result.window_token_spans[result.answers[last].window][0]
+    # a window nobody read: its tokens, no answer; the explorer reads it now
+    unread = next(i for i, w in enumerate(target.windows) if w.read is None)
+    aimed = target.aimed(f"window:{unread}")
+    assert aimed.choice == f"window:{unread}" and aimed.answer_span is None
+    assert aimed.document_start == target.windows[unread].start
+    summary, plots, _ = asking.explain(aimed)
+    best_summary, _, _ = asking.explain(target)
+    width = {i: target.windows[i].end - target.windows[i].start for i in (unread, target.window)}
+    assert summary.n_tokens - width[unread] == best_summary.n_tokens - width[target.window] > 0  # the same question
+    assert best_summary.answer_tokens and summary.answer_tokens == () and "No answer span" in plots["answer"].layout.annotations[0].text
+    reading_map = explorer.reading_map_figure(aimed, TEST_MODEL)
+    assert reading_map.layout.shapes[0].x0 == unread - 0.5  # the window explored is shaded
+    with pytest.raises(ValueError, match="window:"):
+        target.aimed("window:9999")
+    with pytest.raises(ValueError, match="answer:K"):
+        target.aimed("the third one")
 
 
 @pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])

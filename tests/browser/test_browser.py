@@ -146,6 +146,45 @@ def test_paste_example_ask_and_explore(page):
     )
 
 
+def test_the_explorer_of_a_long_document(page):
+    paste_and_ask(page, long_document(3_000), "Where was Jikji printed?")
+    open_explorer(page)
+
+    # the reading map: one bar per window of the document, and the menu to aim the explorer with
+    windows = page.evaluate("() => document.querySelector('#lb-reading-map .js-plotly-plot').data[0].x.length")
+    assert windows >= 3
+    page.locator("#lb-aim input").click()
+    options = [o.split("\n")[-1] for o in page.get_by_role("option").all_inner_texts()]  # the chosen one has a tick
+    assert options[0].startswith("answer #1") and sum(o.startswith("window ") for o in options) == windows
+    unread = next(o for o in options if o.startswith("window ") and o.endswith("not read"))
+    page.get_by_role("option", name=unread, exact=True).click()
+    # the explorer reads that window now: it holds no answer, and the map shades it
+    page.wait_for_function(
+        "() => (document.querySelector('#lb-plot-answer')?.textContent ?? '').includes('No answer span')",
+        timeout=60_000,
+    )
+    shaded = page.evaluate("() => document.querySelector('#lb-reading-map .js-plotly-plot').layout.shapes[0].x0")
+    assert shaded == int(unread.split()[1]) - 0.5
+
+    # the head atlas: another metric redraws it, and a head picked in its menu moves the sliders
+    atlas_title = "() => document.querySelector('#lb-head-atlas .gtitle')?.textContent ?? ''"
+    page.wait_for_function(f"() => ({atlas_title})().includes('pack slots')", timeout=30_000)
+    page.locator("#lb-atlas-metric").get_by_text("mean attention distance (tokens)").click()
+    page.wait_for_function(f"() => ({atlas_title})().includes('distance')", timeout=30_000)
+    page.locator("#lb-atlas-cell input").click()
+    cells = [o.split("\n")[-1] for o in page.get_by_role("option").all_inner_texts()]
+    assert len(cells) == 2 * 4 and cells[0].startswith("layer ")  # the tiny model's layers x heads
+    pick = next(c for c in reversed(cells) if not c.startswith("layer 0, head 0:"))  # not the head shown now
+    page.get_by_role("option", name=pick, exact=True).click()
+    chosen = pick.split(":")[0].replace(",", "")  # "layer 1 head 3"
+    page.wait_for_function(
+        "t => (document.querySelector('#lb-plot-blocks .gtitle')?.textContent ?? '').endsWith(t)", arg=chosen,
+        timeout=30_000,
+    )
+    assert page.locator("#lb-layer input[type=number]").input_value() == chosen.split()[1]
+    assert page.locator("#lb-head input[type=number]").input_value() == chosen.split()[3]
+
+
 def test_example_menu_pastes_the_document_and_suggests_questions(page, tmp_path):
     example = find_example("ko-jikji")
     page.locator("#lb-example input").click()

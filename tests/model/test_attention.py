@@ -64,9 +64,15 @@ def test_query_chunks_do_not_change_the_result():
     q, k, v, pk, pv, pos, valid, bialibi = random_inputs(n, b, [96, 50], shift_positions=True)
     geometry = build_block_geometry(pos, valid, b, torch.float32)
     whole, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi)
-    for chunk in (1, 5, 11):
+    _, whole_weights = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True)
+    for chunk in (1, 5, 11, 12):
         chunked, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, chunk_blocks=chunk)
         torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-6)
+        out, weights = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True,
+                                             chunk_blocks=chunk)
+        torch.testing.assert_close(out, whole, atol=1e-6, rtol=1e-6)
+        for got, expected in zip(weights, whole_weights):  # (local, global, packed), written chunk by chunk
+            torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
 
 
 def test_fused_output_in_cuda_layout_gives_the_same_result(monkeypatch):

@@ -269,6 +269,7 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
     assert loaded.explorer_note in explorer.slopes_figure(loaded).layout.annotations[0].text
+    assert loaded.explorer_note in explorer.reading_map_figure(view.explorer, str(tmp_path)).layout.annotations[0].text
 
 
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])

@@ -203,6 +203,27 @@ def test_output_attentions_are_compact_and_sum_to_one():
     assert plain.attentions is None
 
 
+def test_a_forward_hook_may_take_each_layers_attentions_as_they_are_computed():
+    model = tiny_qa_model(seed=8)
+    ids = torch.randint(3, 300, (1, 300))
+    whole = run(model, ids, output_attentions=True)
+    taken = []
+
+    def take(layer, args, output):
+        x, p, weights = output
+        taken.append(weights.local.sum().item())
+        return x, p, None  # the layer's weights go no further than the hook
+
+    hooks = [layer.register_forward_hook(take) for layer in model.littlebird.encoder.layer]
+    try:
+        streamed = run(model, ids, output_attentions=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert streamed.attentions == () and taken == [a.local.sum().item() for a in whole.attentions]
+    torch.testing.assert_close(streamed.start_logits, whole.start_logits)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_runs_close_to_fp32(dtype):
     model = tiny_qa_model(seed=9)

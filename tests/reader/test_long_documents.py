@@ -90,6 +90,36 @@ def test_the_reader_reads_at_most_max_windows_the_best_first_and_says_how_much()
     assert all(a.text == text[a.start : a.end] for a in reading.answers)
 
 
+def test_the_reading_keeps_every_windows_rank_and_what_the_model_said_of_those_read():
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(80, needle_at=60)
+    question = "Who lit the lamp at Saint Ovidio?"
+    reading = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=3,
+                   stop_confidence=None, give_up_below=None)
+    windows = reading.windows
+    assert len(windows) == reading.windows_planned > 20
+    assert [w.start for w in windows] == sorted(w.start for w in windows)  # document order
+    assert sorted(w.rank for w in windows) == list(range(len(windows)))
+    # the ranks are the first pass's order, and the three it ranked best were read, in that order
+    encoded = encode_text(text, tokenizer)
+    question_ids = tokenizer(question, add_special_tokens=False)["input_ids"]
+    order = reading_order(question_ids, encoded.input_ids, [w.start for w in windows], windows[0].end, tokenizer)
+    assert [windows[i].rank for i in order] == list(range(len(windows)))
+    read_ones = sorted((w for w in windows if w.read is not None), key=lambda w: w.read)
+    assert [w.rank for w in read_ones] == [0, 1, 2]
+    assert [(w.start, w.end) for w in read_ones] == reading.window_token_spans
+    assert all(w.answerable_logit is None and w.best_span_score is None for w in windows if w.read is None)
+    assert all(w.lexical_score is not None for w in windows)
+    # the best answer is its window's best span, and no other window's best span scores higher
+    best = reading.answers[0]
+    assert best.score == read_ones[best.window].best_span_score == max(w.best_span_score for w in read_ones)
+    assert reading.answerable_probability == pytest.approx(max(w.answerable_probability for w in read_ones))
+    # one window: nothing ranked, the window still recorded
+    short = read(question, haystack(2, needle_at=1), model=model, tokenizer=tokenizer)
+    assert len(short.windows) == 1 and short.windows[0].rank == 0 and short.windows[0].lexical_score is None
+    assert short.windows[0].read == 0 and short.windows[0].best_span_score is not None
+
+
 def test_tokens_covered_counts_overlapping_windows_once():
     assert tokens_covered([(0, 100), (50, 150), (400, 500)]) == 250
     assert tokens_covered([(400, 500), (0, 100)]) == 200 and tokens_covered([]) == 0
@@ -151,10 +181,10 @@ def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
     assert target.document_start == view.result.window_token_spans[best.window][0]
     assert target.answer_span == (best.start, best.end)
     summary, plots, seconds = asking.explain(target, layer=1, head=0)
-    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves"} and seconds > 0
+    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas"} and seconds > 0
     assert summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1  # the answer's tokens were found in the window
     empty, plots, _ = asking.explain(None)
-    assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves"}
+    assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas"}
 
 
 # ---- the long dev file ----------------------------------------------------------------------

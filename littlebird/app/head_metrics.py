@@ -1,0 +1,83 @@
+"""What each head of one layer does, in one number per head: the head atlas's metrics.
+
+Each metric is reduced from the layer's compact attention (``LittleBirdAttentions``: ``local`` (B, h, nb, b, 3b),
+``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s)) and averaged over the window's real query tokens:
+
+- ``pack``: the share of a query's attention that goes to the s pack slots C_P;
+- ``question``: the share to the question block, the window's first tokens [CLS] [QUESTION] question [SEP];
+- ``answer``: the share to the answer's tokens (NaN when the window holds no answer);
+- ``distance``: how far a query looks, the mean |key - query| in tokens over its token keys (the pack slots
+  have no position: their share is left out and the rest renormalised);
+- ``entropy``: the entropy of the query's whole distribution (window, block 0 and pack slots), in nats:
+  0 for a head that reads one key, log(keys) for one that reads all alike.
+
+The key of column c in query block q's ``local`` row is token (q - 1) b + c and of its ``global_`` row token c
+(block 0), so every metric is a weighted sum over the compact tensors: no n x n matrix is formed. Query blocks
+go ``chunk_blocks`` at a time, so the temporaries stay a fraction of the layer's weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+METRICS = {
+    "pack": "share of attention to the pack slots",
+    "question": "share of attention to the question block",
+    "answer": "share of attention to the answer span",
+    "distance": "mean attention distance (tokens)",
+    "entropy": "attention entropy (nats)",
+}
+"""Each metric's name and what its value means, in the order the atlas offers them."""
+
+SHARES = ("pack", "question", "answer")  # the metrics that are shares of attention, 0..1
+
+
+def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Sequence[int],
+                 chunk_blocks: int = 16) -> dict[str, np.ndarray]:
+    """Every metric of :data:`METRICS` for each head of one layer: name -> (h,) float32, from batch row 0.
+
+    ``question_tokens``: tokens of [CLS] [QUESTION] question [SEP] at the window's start;
+    ``answer_positions``: the answer's token positions in the window (none: ``answer`` is NaN).
+    """
+    local, global_, packed = attentions.local[0], attentions.global_[0], attentions.packed[0]
+    h, nb, b, _ = local.shape
+    device = local.device
+    valid = attentions.query_valid[0].to(device)  # (nb, b)
+    is_answer = torch.zeros((nb + 2) * b, dtype=torch.bool, device=device)  # tokens -b .. (nb + 1) b - 1
+    answer = torch.as_tensor(np.asarray(answer_positions, dtype=np.int64), device=device)
+    is_answer[answer + b] = True
+    column = torch.arange(3 * b, device=device)
+    row = torch.arange(b, device=device)
+    local_distance = (column[None, :] - b - row[:, None]).abs().float()  # (b, 3b): |key - query|, any block
+    totals = {name: torch.zeros(h, dtype=torch.float64, device=device) for name in METRICS}
+    for first in range(0, nb, chunk_blocks):
+        last = min(nb, first + chunk_blocks)
+        blocks = torch.arange(first, last, device=device)
+        window = local[:, first:last].float()  # (h, m, b, 3b)
+        block0 = global_[:, first:last].float()  # (h, m, b, b)
+        slots = packed[:, first:last].float()  # (h, m, b, s)
+        keys = (blocks[:, None] - 1) * b + column[None, :]  # (m, 3b): the token each local column reads
+        queries = blocks[:, None] * b + row[None, :]  # (m, b)
+        pack_share = slots.sum(-1)  # (h, m, b)
+        question = (window * (keys < question_tokens)[None, :, None, :]).sum(-1) \
+            + block0[..., :question_tokens].sum(-1)
+        on_answer = (window * is_answer[keys + b][None, :, None, :]).sum(-1) \
+            + (block0 * is_answer[b : 2 * b]).sum(-1)
+        block0_distance = (queries[:, :, None] - row[None, None, :]).float()  # (m, b, b): block 0 is to the left
+        reach = (window * local_distance).sum(-1) + (block0 * block0_distance).sum(-1)
+        distance = reach / (1.0 - pack_share).clamp(min=1e-12)
+        entropy = -(torch.xlogy(window, window).sum(-1) + torch.xlogy(block0, block0).sum(-1)
+                    + torch.xlogy(slots, slots).sum(-1))
+        weight = valid[first:last].to(window.dtype)  # (m, b): padding queries count for nothing
+        for name, values in (("pack", pack_share), ("question", question), ("answer", on_answer),
+                             ("distance", distance), ("entropy", entropy)):
+            totals[name] += (values * weight).sum(dim=(1, 2)).double()
+    count = max(float(valid.sum()), 1.0)
+    out = {name: (total / count).float().cpu().numpy() for name, total in totals.items()}
+    if len(answer_positions) == 0:
+        out["answer"] = np.full(h, np.nan, dtype=np.float32)
+    return out

@@ -1,0 +1,82 @@
+"""The head atlas's metrics: a hand-made attention worked by hand, random ones and a tiny model's against a dense reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from littlebird import LittleBirdAttentions
+from littlebird.app.head_metrics import METRICS, head_metrics
+from tests.app.test_figures import fake_layer
+from tests.littlebird_factories import tiny_qa_model
+
+
+def test_a_hand_made_attention_gives_the_hand_computed_metrics():
+    b, nb, s = 2, 3, 1  # six tokens in three blocks, one pack slot, one head
+    local = torch.zeros(1, 1, nb, b, 3 * b)
+    global_ = torch.zeros(1, 1, nb, b, b)
+    packed = torch.zeros(1, 1, nb, b, s)
+    for token in range(nb * b):
+        local[0, 0, token // b, token % b, b + token % b] = 1.0  # every token reads itself ...
+    # ... but token 2 (block 1), which gives 0.5 to token 0 (its left block), 0.25 to itself, 0.25 to the pack slot
+    local[0, 0, 1, 0] = torch.tensor([0.5, 0, 0.25, 0, 0, 0])
+    packed[0, 0, 1, 0, 0] = 0.25
+    # ... and token 4 (block 2), which gives 0.5 to token 1 (block 0, beyond its window) and 0.5 to itself
+    local[0, 0, 2, 0] = torch.tensor([0, 0, 0.5, 0, 0, 0])
+    global_[0, 0, 2, 0, 1] = 0.5
+    layer = LittleBirdAttentions(local, global_, packed, torch.zeros(1, 1, s, nb * b), torch.ones(1, nb, b, dtype=torch.bool))
+    metrics = head_metrics(layer, question_tokens=2, answer_positions=[3])  # the question is tokens 0-1, the answer 3
+    assert set(metrics) == set(METRICS) and all(v.shape == (1,) for v in metrics.values())
+    # per token: pack 0.25 (token 2); question 1, 1, 0.5, 0, 0.5, 0; answer 1 (token 3, reading itself);
+    # distance 2 x 0.5 / 0.75 (token 2) and 3 x 0.5 (token 4); entropy 1.5 ln 2 (token 2) and ln 2 (token 4)
+    assert metrics["pack"][0] == pytest.approx(0.25 / 6)
+    assert metrics["question"][0] == pytest.approx(3 / 6)
+    assert metrics["answer"][0] == pytest.approx(1 / 6)
+    assert metrics["distance"][0] == pytest.approx((4 / 3 + 3 / 2) / 6)
+    assert metrics["entropy"][0] == pytest.approx(2.5 * math.log(2) / 6, rel=1e-6)
+    assert np.isnan(head_metrics(layer, question_tokens=2, answer_positions=[])["answer"][0])  # no answer here
+
+
+def dense_reference(layer: LittleBirdAttentions, question_tokens: int, answer_positions, n_queries: int) -> dict:
+    """The metrics from the dense (h, n, n) token weights and the packed ones, over the first ``n_queries`` queries."""
+    dense = layer.to_dense()[0].double()  # (h, n, n)
+    h, n, _ = dense.shape
+    dense = dense[:, :n_queries]
+    packed = layer.packed[0].reshape(h, -1, layer.packed.shape[-1])[:, :n_queries].double()
+    gap = (torch.arange(n_queries)[:, None] - torch.arange(n)[None, :]).abs().double()
+    return {
+        "pack": packed.sum(-1).mean(-1),
+        "question": dense[..., :question_tokens].sum(-1).mean(-1),
+        "answer": dense[..., list(answer_positions)].sum(-1).mean(-1),
+        "distance": ((dense * gap).sum(-1) / dense.sum(-1)).mean(-1),
+        "entropy": -(torch.xlogy(dense, dense).sum(-1) + torch.xlogy(packed, packed).sum(-1)).mean(-1),
+    }
+
+
+def test_random_attentions_match_the_dense_reference_and_the_shares_add_up():
+    n, b = 70, 8  # 9 blocks, the last with two padding queries
+    layer = fake_layer(n, heads=3, seed=4)
+    metrics = head_metrics(layer, question_tokens=11, answer_positions=[33, 34, 35], chunk_blocks=4)
+    expected = dense_reference(layer, 11, [33, 34, 35], n)
+    for name in METRICS:
+        np.testing.assert_allclose(metrics[name], expected[name].numpy(), rtol=1e-5, err_msg=name)
+    # the pack share and the share to every token key make one
+    every_token = head_metrics(layer, question_tokens=9 * b, answer_positions=[], chunk_blocks=4)
+    np.testing.assert_allclose(every_token["pack"] + every_token["question"], 1.0, rtol=1e-6)
+    assert ((metrics["entropy"] > 0) & (metrics["entropy"] < math.log(4 * b + 4))).all()
+
+
+def test_a_tiny_models_attention_matches_the_dense_reference():
+    model = tiny_qa_model(1, block_size=16, pack_size=8)
+    n = 150  # 10 blocks of 16, the last ragged: its padding keys get no weight
+    ids = torch.randint(5, 300, (1, n), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        layers = model(input_ids=ids, output_attentions=True).attentions
+    for layer in layers:
+        metrics = head_metrics(layer, question_tokens=20, answer_positions=[100, 101], chunk_blocks=3)
+        expected = dense_reference(layer, 20, [100, 101], n)
+        for name in METRICS:
+            np.testing.assert_allclose(metrics[name], expected[name].numpy(), rtol=2e-5, atol=1e-6, err_msg=name)
