@@ -31,6 +31,7 @@ from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import choose_example, load_examples
 from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
                                      slopes_figure)
+from littlebird.app.explorer_file import export_view
 from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
@@ -201,6 +202,19 @@ def build_demo(
             with gr.Row():
                 slopes_plot = gr.Plot(slopes_figure(loaded), label="BiALiBi slopes", elem_id="lb-plot-slopes")
                 curves_plot = gr.Plot(empty_plots["curves"], label="BiALiBi curves", elem_id="lb-plot-curves")
+            with gr.Row(equal_height=False):
+                export_button = gr.Button("Export this view (.npz with a JSON)", scale=1, elem_id="lb-export-button")
+                export_file = gr.File(label="The window's summary, with the question, window, layer and head",
+                                      interactive=False, scale=3, elem_id="lb-export")
+
+            def on_export(summary, target, layer, head, metric):
+                if summary is None or target is None:
+                    raise gr.Error("Open the explorer on an answer first: there is no summary to export yet.",
+                                   print_exception=False)
+                return str(export_view(target, summary, layer=int(layer), head=int(head), metric=metric))
+
+            export_button.click(on_export, [summary, explorer_target, layer, head, metric], export_file,
+                                api_visibility="private", show_progress="minimal")
 
             def on_explore(summary, checkpoint, layer, head, metric):
                 plots = explore(summary, checkpoint, int(layer), int(head), metric)

@@ -455,3 +455,28 @@ def test_build_demo_exposes_only_the_answer_api(settings):
     parameters = [p["parameter_name"] for p in api["named_endpoints"]["/answer"]["parameters"]]
     assert parameters == ["document", "question"]
     assert Path(models.DEFAULT_CHECKPOINT).name == "littlebird-qa"
+
+
+def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
+    from littlebird.app.explorer_file import ARRAYS, METADATA, export_view, read_explorer_file
+
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, _, _ = asking.explain(view.explorer)
+    path = export_view(view.explorer, summary, layer=1, head=2, metric="entropy")
+    assert path.suffix == ".npz" and path.name == "littlebird-explorer-window0-layer1-head2.npz"
+    arrays, metadata = read_explorer_file(path)
+    assert set(arrays) == set(ARRAYS) == set(metadata["arrays"])
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
+        np.testing.assert_array_equal(arrays[name], getattr(summary, name))
+    np.testing.assert_array_equal(arrays["metric_entropy"], summary.head_metrics["entropy"])
+    assert tuple(arrays["block_labels"]) == summary.block_labels and tuple(arrays["answer_tokens"]) == summary.answer_tokens
+    best = view.result.answers[0]
+    assert metadata["question"] == "Where was Jikji printed?" and metadata["checkpoint"] == TEST_MODEL
+    assert (metadata["layer"], metadata["head"], metadata["metric"]) == (1, 2, "entropy")
+    assert metadata["window"] == {"index": 0, "tokens": [0, view.result.n_tokens], "first_pass_rank": 1, "read": 1,
+                                  "windows": 1}
+    assert metadata["answer"]["text"] == best.text and metadata["answer"]["rank"] == 1
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:  # any unzip tool gives the JSON beside the arrays
+        assert json.loads(archive.read(METADATA)) == metadata

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from littlebird.app.examples import find_example
+from littlebird.app.explorer_file import read_explorer_file
 from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -146,7 +147,7 @@ def test_paste_example_ask_and_explore(page):
     )
 
 
-def test_the_explorer_of_a_long_document(page):
+def test_the_explorer_of_a_long_document(page, tmp_path):
     paste_and_ask(page, long_document(3_000), "Where was Jikji printed?")
     open_explorer(page)
 
@@ -183,6 +184,21 @@ def test_the_explorer_of_a_long_document(page):
     )
     assert page.locator("#lb-layer input[type=number]").input_value() == chosen.split()[1]
     assert page.locator("#lb-head input[type=number]").input_value() == chosen.split()[3]
+
+    # the export: the view's summary as an .npz, with the question, window, layer and head in its JSON
+    page.locator("#lb-export-button").click()
+    link = page.locator("#lb-export a[download]").first
+    link.wait_for(timeout=30_000)
+    with page.expect_download() as download:
+        link.click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    arrays, metadata = read_explorer_file(saved)
+    layer, head = int(chosen.split()[1]), int(chosen.split()[3])
+    assert saved.suffix == ".npz" and arrays["block_maps"].shape[:2] == (2, 4)
+    assert (metadata["question"], metadata["layer"], metadata["head"], metadata["metric"]) == \
+        ("Where was Jikji printed?", layer, head, "distance")
+    assert metadata["window"]["index"] == int(unread.split()[1]) and metadata["answer"] is None
 
 
 def test_example_menu_pastes_the_document_and_suggests_questions(page, tmp_path):

@@ -1,0 +1,110 @@
+"""The explorer's view as a file to download: the window's summary as an ``.npz``, with a JSON inside it that
+says what it shows.
+
+The ``.npz`` holds every array of ``figures.AttentionSummary`` (float16, indexed ``[layer, head, ...]``), the
+head atlas's metrics as ``metric_<name>`` (layers, heads) and the block and answer-token labels. The JSON,
+stored in the same archive as ``explorer.json``, names the question, the checkpoint, the window (its tokens,
+first-pass rank and place in the reading order), the answer followed, and the layer, head and metric on
+screen, and describes each array. ``np.load(path)["explorer.json"]`` gives its bytes; any unzip tool gives
+both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from littlebird.app import figures
+from littlebird.app.head_metrics import METRICS
+
+if TYPE_CHECKING:
+    from littlebird.app.asking import ExplorerTarget
+
+METADATA = "explorer.json"
+KEEP_SECONDS = 3600  # files written here are deleted after an hour: the page has long copied them by then
+
+ARRAYS = {
+    "block_maps": "(layers, heads, cells, cells): per query cell, the weight each key cell received; a cell is "
+                  "`pool` blocks of `block_size` tokens",
+    "answer_blocks": "(layers, heads, answer tokens, blocks): each answer token's weight per key block",
+    "answer_pack": "(layers, heads, answer tokens, pack slots): each answer token's weight per pack slot",
+    "pack_reads": "(layers, heads, pack slots, blocks): each pack slot's weight per input block",
+    "block_labels": "(blocks,): the text each block starts with",
+    "answer_tokens": "(answer tokens,): the answer's tokens as text",
+    **{f"metric_{name}": f"(layers, heads): {label}" for name, label in METRICS.items()},
+}
+"""What each array of the file holds."""
+
+
+def explorer_metadata(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
+                      metric: str) -> dict[str, Any]:
+    """The JSON of the file: what the explorer shows of ``target``'s window, and what each array holds."""
+    window = target.windows[target.window]
+    answer = None
+    if target.answer is not None:
+        chosen = target.answers[target.answer]
+        answer = {"rank": target.answer + 1, "text": chosen.text, "start": chosen.start, "end": chosen.end,
+                  "probability": chosen.probability}
+    return {
+        "question": target.question,
+        "checkpoint": target.checkpoint,
+        "window": {"index": target.window, "tokens": [window.start, window.end], "first_pass_rank": window.rank + 1,
+                   "read": None if window.read is None else window.read + 1, "windows": len(target.windows)},
+        "answer": answer,
+        "layer": layer,
+        "head": head,
+        "metric": metric,
+        "block_size": summary.block_size,
+        "pool": summary.pool,
+        "n_tokens": summary.n_tokens,
+        "question_blocks": summary.question_blocks,
+        "answer_block_range": summary.answer_block_range,
+        "arrays": ARRAYS,
+    }
+
+
+def summary_arrays(summary: figures.AttentionSummary) -> dict[str, np.ndarray]:
+    """Every array the file holds, by name (see :data:`ARRAYS`)."""
+    arrays = {name: getattr(summary, name) for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads")}
+    arrays["block_labels"] = np.asarray(summary.block_labels, dtype=str)
+    arrays["answer_tokens"] = np.asarray(summary.answer_tokens, dtype=str)
+    arrays.update({f"metric_{name}": values for name, values in summary.head_metrics.items()})
+    return arrays
+
+
+def write_explorer_file(path: str | Path, summary: figures.AttentionSummary, metadata: dict[str, Any]) -> Path:
+    """Write ``summary``'s arrays and ``metadata`` (as ``explorer.json``) to the ``.npz`` at ``path``."""
+    path = Path(path)
+    np.savez_compressed(path, **summary_arrays(summary))
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(METADATA, json.dumps(metadata, ensure_ascii=False, indent=2))
+    return path
+
+
+def read_explorer_file(path: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and the metadata of a file :func:`write_explorer_file` wrote."""
+    with np.load(path) as archive:
+        metadata = json.loads(archive[METADATA])
+        return {name: archive[name] for name in archive.files if name != METADATA}, metadata
+
+
+def export_view(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
+                metric: str) -> Path:
+    """The explorer's view as a new file, in a folder of its own under this process's export folder (where
+    files older than :data:`KEEP_SECONDS` are deleted)."""
+    exports = Path(tempfile.gettempdir()) / f"littlebird-exports-{os.getpid()}"
+    exports.mkdir(exist_ok=True)
+    for old in exports.glob("*/*.npz"):
+        if time.time() - old.stat().st_mtime > KEEP_SECONDS:
+            old.unlink(missing_ok=True)
+            old.parent.rmdir()
+    folder = Path(tempfile.mkdtemp(dir=exports))
+    path = folder / f"littlebird-explorer-window{target.window}-layer{layer}-head{head}.npz"
+    return write_explorer_file(path, summary, explorer_metadata(target, summary, layer=layer, head=head, metric=metric))
