@@ -160,10 +160,12 @@ def summarize_layer(
     # where the answer's tokens looked: local neighbours + block 0 + pack slots
     tok_blocks = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)  # (h, a, nb)
     tok_blocks[..., 0] += _numpy(layer.global_[0])[:, q_blocks, rows].sum(-1)
-    pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks or not
+    pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks (as the model gives it) or not
     h, s, n = pack.shape
-    padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
-    padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
+    padded = pack
+    if n != nb * block_size:  # a copy only then: at 8K tokens one is 25 MB
+        padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
+        padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
     return LayerSummary(
         pool=pool,
         block_map=pool_blocks(_numpy(layer.block_map()[0]), pool),
