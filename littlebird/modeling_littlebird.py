@@ -493,6 +493,10 @@ def check_config(config: LittleBirdConfig) -> None:
                          f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions")
     if config.block_size < 1 or config.pack_size < 1:
         raise ValueError(f"block_size and pack_size must be >= 1, got {config.block_size} and {config.pack_size}")
+    screen = getattr(config, "screen_layers", None)
+    if screen is not None and not 1 <= screen < config.num_hidden_layers:
+        raise ValueError(f"screen_layers must be None or between 1 and num_hidden_layers - 1 "
+                         f"({config.num_hidden_layers - 1}), got {screen}: the screen reads the first layers only")
     attention_backend(config.attention_backend)
 
 
@@ -637,13 +641,24 @@ class LittleBirdEncoder(nn.Module):
         return [rf"encoder\.layer\.{index}\.{re.escape(name)}$" for index, layer in enumerate(self.layer)
                 if layer.pack_layer_norm is None for name in LittleBirdLayer.PACK_UPDATE_KEYS]
 
+    def initial_pack(self, x):
+        """P of the first layer: the s learned vectors, for each of x's B rows -> (B, s, H)."""
+        return self.pack_embeddings.unsqueeze(0).expand(x.shape[0], -1, -1).to(x.dtype)
+
+    def run_layers(self, x, p, geometry, first: int, last: int):
+        """(X, P) after layers [first, last), without attentions or hidden states: the two halves of a
+        screened reading (:meth:`LittleBirdForQuestionAnswering.screen`)."""
+        for layer in self.layer[first:last]:
+            x, p, _ = layer(x, p, geometry)
+        return x, p
+
     def forward(self, x, geometry, output_attentions=False, output_hidden_states=False, length=None):
         """x (B, nb * b, H) -> (x', hidden states, attentions). Hidden states cover the first ``length``
         tokens (the input before padding to blocks) and are the tensors the next layer reads, so gradients
         reach them (``retain_grad``)."""
-        B, padded = x.shape[:2]
+        padded = x.shape[1]
         n = padded if length is None else length
-        p = self.pack_embeddings.unsqueeze(0).expand(B, -1, -1).to(x.dtype)  # (B, s, H)
+        p = self.initial_pack(x)  # (B, s, H)
         hidden_states = () if output_hidden_states else None
         attentions = () if output_attentions else None
         for index, layer in enumerate(self.layer):
@@ -789,6 +804,18 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
                                 else output_hidden_states)
         return_dict = self.config.return_dict if return_dict is None else return_dict
+        x, geometry, n = self.prepare(inputs, attention_mask, token_type_ids, position_ids)
+        x, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
+        x = x[:, :n] if hidden_states is None else hidden_states[-1]  # (B, n, H)
+        if attentions is not None:
+            attentions = tuple(replace(a, length=n) for a in attentions)
+        if not return_dict:
+            return tuple(t for t in (x, hidden_states, attentions) if t is not None)
+        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions)
+
+    def prepare(self, inputs, attention_mask=None, token_type_ids=None, position_ids=None):
+        """What the first layer reads: (embeddings (B, nb * b, H) padded to whole blocks, their BlockGeometry,
+        the input length n before padding), from token ids (B, n) or word embeddings (B, n, H)."""
         B, n = inputs.shape[:2]
         if n == 0:
             raise ValueError("the input must hold at least one token")
@@ -804,14 +831,7 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
             inputs, attention_mask, token_type_ids, position_ids, b, self.config.pad_token_id
         )
         x = self.embed(inputs, types)  # (B, nb * b, H)
-        geometry = build_block_geometry(positions, mask.bool(), b, x.dtype)
-        x, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
-        x = x[:, :n] if hidden_states is None else hidden_states[-1]  # (B, n, H)
-        if attentions is not None:
-            attentions = tuple(replace(a, length=n) for a in attentions)
-        if not return_dict:
-            return tuple(t for t in (x, hidden_states, attentions) if t is not None)
-        return LittleBirdModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions)
+        return x, build_block_geometry(positions, mask.bool(), b, x.dtype), n
 
 
 @dataclass
@@ -867,6 +887,35 @@ class LittleBirdQAHead(nn.Module):
         return self.end(self.end_activation(start_part.unsqueeze(2) + end_part)).squeeze(-1)  # (B, k, L)
 
 
+class LittleBirdScreenHead(nn.Module):
+    """An answerable classifier on [CLS] after the first ``config.screen_layers`` layers: the answerable head's
+    shape (Linear, GELU, Linear), trained on its own while the layers stay as they are
+    (:mod:`littlebird.training.screen`)."""
+
+    def __init__(self, config: LittleBirdConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.dense = nn.Linear(H, H)
+        self.activation = nn.GELU()
+        self.answerable = nn.Linear(H, 1)
+
+    def forward(self, hidden):
+        return self.answerable(self.activation(self.dense(hidden[:, 0]))).squeeze(-1)  # (B,)
+
+
+@dataclass
+class LowerLayers:
+    """A batch of windows after the first layers: what :meth:`LittleBirdForQuestionAnswering.finish` continues
+    from. ``hidden`` (B, nb * b, H) and ``pack`` (B, s, H) are X and P after the first ``layers`` layers."""
+
+    hidden: torch.Tensor
+    pack: torch.Tensor
+    geometry: BlockGeometry
+    length: int  # n, the input length before padding to blocks
+    attention_mask: torch.Tensor  # (B, n)
+    layers: int
+
+
 class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
     """LittleBird with the extractive QA head of appendix A.2.
 
@@ -881,7 +930,54 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         super().__init__(config)
         self.littlebird = LittleBirdModel(config)
         self.qa_head = LittleBirdQAHead(config)
+        self.screen_head = None if config.screen_layers is None else LittleBirdScreenHead(config)
         self.post_init()
+
+    def screen(self, input_ids, attention_mask=None) -> tuple[LowerLayers, torch.Tensor]:
+        """The first ``config.screen_layers`` layers of windows (B, n) and the screen head's answerable logits (B,).
+
+        A cascade for long documents: screen every window, then :meth:`finish` only the likeliest, reusing
+        the first layers' outputs. ``finish(screen(x)[0])`` gives what ``forward(x)`` gives.
+        """
+        if self.screen_head is None:
+            raise ValueError("this model has no screen head (config.screen_layers is None): read with forward()")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        base = self.littlebird
+        x, geometry, n = base.prepare(input_ids, attention_mask)
+        layers = self.config.screen_layers
+        x, p = base.encoder.run_layers(x, base.encoder.initial_pack(x), geometry, 0, layers)
+        return LowerLayers(x, p, geometry, n, attention_mask, layers), self.screen_head(x)
+
+    def finish(self, lower: LowerLayers, *, top_k_starts=None, max_answer_length=None
+               ) -> "LittleBirdQuestionAnsweringOutput":
+        """The remaining layers and the QA head on windows :meth:`screen` read: forward()'s decoding outputs."""
+        encoder = self.littlebird.encoder
+        x, _ = encoder.run_layers(lower.hidden, lower.pack, lower.geometry, lower.layers, len(encoder.layer))
+        hidden = x[:, : lower.length]  # (B, n, H)
+        return self.decode(hidden, lower.attention_mask.bool(), top_k_starts=top_k_starts,
+                           max_answer_length=max_answer_length)
+
+    def decode(self, hidden, valid, *, top_k_starts=None, max_answer_length=None
+               ) -> "LittleBirdQuestionAnsweringOutput":
+        """The QA head's decoding outputs (the k best starts, their ends, answerable) from the last hidden
+        states (B, n, H) and the mask of real tokens (B, n)."""
+        B, n, _ = hidden.shape
+        start_logits = self.qa_head.start_logits(hidden)
+        start_logits = start_logits.masked_fill(~valid, torch.finfo(start_logits.dtype).min)
+        k = min(top_k_starts or self.config.top_k_starts, n)
+        L = max_answer_length or self.config.max_answer_length
+        top_start_logits, top_starts = start_logits.topk(k, dim=-1)  # (B, k)
+        ends = top_starts.unsqueeze(-1) + torch.arange(L, device=hidden.device)  # (B, k, L)
+        end_ok = (ends < n) & torch.gather(valid, 1, ends.clamp(max=n - 1).view(B, -1)).view(B, k, L)
+        top_end_logits = self.qa_head.end_logits(hidden, top_starts, ends.clamp(max=n - 1))
+        top_end_logits = top_end_logits.float().masked_fill(~end_ok, torch.finfo(torch.float32).min)
+        end_logits = self.qa_head.end_logits(hidden, top_starts[:, :1]).squeeze(1)
+        positions = torch.arange(n, device=hidden.device)
+        end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]), torch.finfo(end_logits.dtype).min)
+        return LittleBirdQuestionAnsweringOutput(
+            start_logits=start_logits, end_logits=end_logits, answerable_logits=self.qa_head.answerable_logits(hidden),
+            top_start_indices=top_starts, top_start_logits=top_start_logits, top_end_logits=top_end_logits)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None, answerable=None, top_k_starts=None,
@@ -897,44 +993,24 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         B, n, _ = hidden.shape
         valid = (torch.ones(B, n, dtype=torch.bool, device=hidden.device) if attention_mask is None
                  else attention_mask.bool())
+        if start_positions is None or end_positions is None:
+            output = self.decode(hidden, valid, top_k_starts=top_k_starts, max_answer_length=max_answer_length)
+            output.hidden_states, output.attentions = encoded.hidden_states, encoded.attentions
+            return output if return_dict else output.to_tuple()
         start_logits = self.qa_head.start_logits(hidden)
         # the logits' own dtype: under autocast they are bf16 while ``hidden`` (after LayerNorm) is fp32
-        very_negative = torch.finfo(start_logits.dtype).min
-        start_logits = start_logits.masked_fill(~valid, very_negative)
+        start_logits = start_logits.masked_fill(~valid, torch.finfo(start_logits.dtype).min)
         answerable_logits = self.qa_head.answerable_logits(hidden)
         positions = torch.arange(n, device=hidden.device)
-
-        loss = top_starts = top_start_logits = top_end_logits = None
-        if start_positions is not None and end_positions is not None:
-            starts = start_positions.clamp(0, n - 1).view(B, 1)
-            end_logits = self.qa_head.end_logits(hidden, starts).squeeze(1)  # (B, n)
-            end_logits = end_logits.masked_fill(~valid | (positions < starts), torch.finfo(end_logits.dtype).min)
-            if answerable is None:
-                answerable = (start_positions > 0).to(hidden.dtype)
-            loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
-                    + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))) / 2
-            loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable.float())
-        else:
-            k = min(top_k_starts or self.config.top_k_starts, n)
-            L = max_answer_length or self.config.max_answer_length
-            top_start_logits, top_starts = start_logits.topk(k, dim=-1)  # (B, k)
-            ends = top_starts.unsqueeze(-1) + torch.arange(L, device=hidden.device)  # (B, k, L)
-            end_ok = (ends < n) & torch.gather(valid, 1, ends.clamp(max=n - 1).view(B, -1)).view(B, k, L)
-            top_end_logits = self.qa_head.end_logits(hidden, top_starts, ends.clamp(max=n - 1))
-            top_end_logits = top_end_logits.float().masked_fill(~end_ok, torch.finfo(torch.float32).min)
-            end_logits = self.qa_head.end_logits(hidden, top_starts[:, :1]).squeeze(1)
-            end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]),
-                                                torch.finfo(end_logits.dtype).min)
-
+        starts = start_positions.clamp(0, n - 1).view(B, 1)
+        end_logits = self.qa_head.end_logits(hidden, starts).squeeze(1)  # (B, n)
+        end_logits = end_logits.masked_fill(~valid | (positions < starts), torch.finfo(end_logits.dtype).min)
+        if answerable is None:
+            answerable = (start_positions > 0).to(hidden.dtype)
+        loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
+                + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))) / 2
+        loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable.float())
         output = LittleBirdQuestionAnsweringOutput(
-            loss=loss,
-            start_logits=start_logits,
-            end_logits=end_logits,
-            hidden_states=encoded.hidden_states,
-            attentions=encoded.attentions,
-            answerable_logits=answerable_logits,
-            top_start_indices=top_starts,
-            top_start_logits=top_start_logits,
-            top_end_logits=top_end_logits,
-        )
+            loss=loss, start_logits=start_logits, end_logits=end_logits, hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions, answerable_logits=answerable_logits)
         return output if return_dict else output.to_tuple()

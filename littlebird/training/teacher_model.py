@@ -50,6 +50,7 @@ class TeacherForQuestionAnswering(nn.Module):
 
     # The QA forward only needs .littlebird, .qa_head and .config: share it rather than copy it.
     forward = LittleBirdForQuestionAnswering.forward
+    decode = LittleBirdForQuestionAnswering.decode
 
     def __init__(self, bert: BertModel, config: LittleBirdConfig):
         super().__init__()
