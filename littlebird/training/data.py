@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..reader import question_prefix, special_ids, tokenize_questions, window_capacity, window_input_ids, window_starts
+from .page_shape import page_shaped_documents
 
 SQUAD_FILE = "qa/squad-v1.1-train.json.gz"
 KOREAN_FILE = "qa/ko-wiki-mrc-4192.json.gz"
@@ -412,9 +413,12 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
     passage among ``ko_passages_per_document`` dev passages. Both keep questions of the dev split only.
     ``dev-*-unanswerable`` and ``dev-*-near-miss`` ask the paragraph questions of paragraphs without
-    their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`). With ``train_questions``,
-    ``train-*-paragraph`` holds that many questions drawn from the training split: a model's score there
-    against dev tells fitting the training questions from generalising beyond them. With ``long_questions``,
+    their answer (:func:`unanswerable_questions`, :func:`near_miss_questions`). ``dev-*-page-shaped`` asks
+    them of the same articles or pages rendered as the app's cleaner reads a web page
+    (:func:`littlebird.training.page_shape.page_shaped_documents`, distractors from the dev split only).
+    With ``train_questions``, ``train-*-paragraph`` holds that many questions drawn from the training split:
+    a model's score there against dev tells fitting the training questions from generalising beyond them.
+    With ``long_questions``,
     ``dev-*-long`` holds that many dev questions, each in a document of 32K-160K tokens
     (:func:`long_documents`: English among other SQuAD dev articles, Korean among Korean Wikipedia pages),
     counted with ``tokenizer``.
@@ -429,9 +433,12 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             long = article_documents(articles, html=False)
         paragraphs = take_questions(articles, max_questions, seed=seed)
         ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
+        pages = page_shaped_documents(articles, language, distractors=articles,
+                                      passages_per_document=ko_passages_per_document, seed=seed)
         settings = (("paragraph", paragraphs), ("article", keep_questions(long, ids)),
                     ("unanswerable", unanswerable_questions(paragraphs)),
-                    ("near-miss", near_miss_questions(paragraphs, articles)))
+                    ("near-miss", near_miss_questions(paragraphs, articles)),
+                    ("page-shaped", keep_questions(pages, ids)))
         for setting, chosen in settings:
             path = output_dir / f"dev-{language}-{setting}.json"
             write_squad(path, chosen)

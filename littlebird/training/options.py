@@ -22,6 +22,7 @@ from torch import nn
 from ..command_options import Options, option
 from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
+from .page_shape import page_shaped_documents
 
 def _question_limits(args) -> list[tuple[str, int | None]]:
     return [("en", args.max_en_questions), ("ko", args.max_ko_questions)]
@@ -98,12 +99,28 @@ def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False)
 
 
 def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
-                   seed: int) -> list[dict]:
+                   seed: int, page_shaped_share: float = 0.0) -> list[dict]:
     """Long SQuAD articles of ``articles``: half HTML-rendered (by ``html_share``), half plain.
 
     English articles are joined whole; Korean ones, mostly one passage each, are grouped
-    ``passages_per_document`` at a time under their own headings.
+    ``passages_per_document`` at a time under their own headings. A ``page_shaped_share`` of the
+    articles is rendered page-shaped instead (:mod:`littlebird.training.page_shape`: tables, lists,
+    headings, another article's infobox and navigation lines), its distractors drawn from ``articles``;
+    at 0 the documents are those of the stages before it, draw for draw.
     """
+    shaped = []
+    if page_shaped_share > 0:
+        draws = random.Random(f"page-shaped-{seed}")
+        flags = [draws.random() < page_shaped_share for _ in articles]
+        shaped = page_shaped_documents([a for a, flag in zip(articles, flags) if flag], language,
+                                       distractors=articles, passages_per_document=passages_per_document, seed=seed)
+        articles = [a for a, flag in zip(articles, flags) if not flag]
+    return shaped + _html_or_plain_documents(articles, language, html_share=html_share,
+                                             passages_per_document=passages_per_document, seed=seed)
+
+
+def _html_or_plain_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
+                             seed: int) -> list[dict]:
     rng = random.Random(seed)
     as_html = [rng.random() < html_share for _ in articles]
     html = [a for a, flag in zip(articles, as_html) if flag]
@@ -127,6 +144,13 @@ class LongDataOptions(DataOptions):
                                         "(keeps the paragraph skill)")
     short_ko_questions: int = option(0, "the same for Korean questions")
     short_max_length: int = option(384, "the paragraph windows' length")
+    page_shaped_share: float = option(0.0, "share of articles rendered as a cleaned web page (tables, lists, "
+                                           "headings, another article's infobox and navigation lines); 0: none")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.page_shaped_share <= 1.0:
+            raise ValueError(f"page_shaped_share is a share between 0 and 1, got {self.page_shaped_share}")
 
 
 def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
@@ -145,7 +169,8 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
                                  with_sentence_ends=with_sentence_ends, seed=args.seed)
     for language, limit in _question_limits(args):
         documents = long_documents(corpus.train[language], language, html_share=args.html_share,
-                                   passages_per_document=args.ko_passages_per_document, seed=args.seed)
+                                   passages_per_document=args.ko_passages_per_document, seed=args.seed,
+                                   page_shaped_share=args.page_shaped_share)
         documents = take_questions(documents, limit, seed=args.seed)
         features += encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
                                     stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
@@ -213,7 +238,7 @@ _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "
                      "snapshots", "features_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
-_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None}
+_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:
