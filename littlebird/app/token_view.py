@@ -30,6 +30,7 @@ from plotly.subplots import make_subplots
 
 from littlebird.app.figures import LABEL_CHARS, _layout, _message_figure
 from littlebird.modeling_littlebird import LittleBirdLayer, pair_terms
+from littlebird.reader import _attention_layers
 
 if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
@@ -120,8 +121,6 @@ def capturing(model: Any, *, dtype: torch.dtype | None = None) -> Iterator[Layer
     hooks that copy them to the CPU as each layer starts and packs. ``dtype`` overrides the 16 bits X is kept
     in (tests keep fp32 to compare with the model exactly). Only this thread's passes are taken: the app's
     model serves other questions meanwhile. A model without LittleBird layers leaves nothing."""
-    from littlebird.reader import _attention_layers
-
     inputs = LayerInputs()
     thread = threading.get_ident()
 
@@ -197,16 +196,14 @@ def _key_tokens(capture: TokenCapture, token: int) -> torch.Tensor:
     return keys[capture.key_valid[keys]]
 
 
-def token_keys(capture: TokenCapture, layers: Sequence[LittleBirdLayer], *, layer: int, head: int,
-               token: int) -> TokenKeys:
+def token_keys(capture: TokenCapture, model: Any, *, layer: int, head: int, token: int) -> TokenKeys:
     """Token ``token``'s keys in ``layer`` and ``head``, each score split into content and bias.
 
-    ``layers`` are the model's LittleBird layers, whose own query and key projections and BiALiBi slopes
-    the scores are computed with, from the layer's input and C_P in ``capture``. Out-of-range numbers are
-    clamped.
+    The scores are computed with ``model``'s own query and key projections and BiALiBi slopes, from the
+    layer's input and C_P in ``capture`` (which ``model`` left). Out-of-range numbers are clamped.
     """
     layer = min(max(int(layer), 0), capture.num_layers - 1)
-    module = layers[layer]
+    module = _attention_layers(model)[layer]
     att, bialibi = module.attention, module.bialibi
     head = min(max(int(head), 0), att.num_heads - 1)
     token = min(max(int(token), 0), capture.n_tokens - 1)
@@ -241,9 +238,10 @@ def token_keys(capture: TokenCapture, layers: Sequence[LittleBirdLayer], *, laye
 
 
 def window_tokens(window: Any, text: str) -> list[str]:
-    """The text of each token of a ``littlebird.reader.WindowAttention`` in ``text``; the tokenizer's piece
-    for the special and question tokens, which have no span there."""
-    return [piece if start < 0 else text[start:end] for piece, (start, end) in zip(window.tokens, window.token_spans)]
+    """The text of each token of a ``littlebird.reader.WindowAttention`` in ``text``; for the special and
+    question tokens, which have no span there, the tokenizer's piece without SentencePiece's word mark."""
+    return [piece.replace("▁", " ").strip() or piece if start < 0 else text[start:end]
+            for piece, (start, end) in zip(window.tokens, window.token_spans)]
 
 
 # ----------------------------------------------------------------------------------

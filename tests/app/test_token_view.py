@@ -71,7 +71,7 @@ def model_keys(attentions, logits, layer, head, token, b=64, s=64):
 @pytest.mark.parametrize("layer,head", [(0, 0), (1, 3)])
 def test_content_plus_bias_is_the_models_logit_and_its_softmax_the_models_weight(run, model, layer, head, token):
     attentions, logits, captures = run
-    keys = token_view.token_keys(captures["exact"], model.littlebird.encoder.layer, layer=layer, head=head, token=token)
+    keys = token_view.token_keys(captures["exact"], model, layer=layer, head=head, token=token)
     expected = model_keys(attentions, logits, layer, head, token)
     assert keys.slots == 64 and len(keys.labels) == len(keys.content) == len(keys.bias) == len(keys.weight)
     positions = [w for w, _, _ in expected]
@@ -89,7 +89,7 @@ def test_the_bias_is_bialibis_distance_term(run, model, position_ids):
     _, _, captures = run
     layer = model.littlebird.encoder.layer[1]
     alpha, beta, gamma = (getattr(layer.bialibi, name)[2].item() for name in ("alpha", "beta", "gamma"))
-    keys = token_view.token_keys(captures["exact"], model.littlebird.encoder.layer, layer=1, head=2, token=200)
+    keys = token_view.token_keys(captures["exact"], model, layer=1, head=2, token=200)
     assert np.allclose(keys.bias[:64], -(beta + gamma) / 2 * 64)  # D_P: every pack slot sits b tokens away
     pos = position_ids[0]
     for i, j in zip(range(64, len(keys.positions)), keys.positions[64:]):
@@ -104,7 +104,7 @@ def test_layer_inputs_kept_in_16_bits_give_nearly_the_same_weights(run, model):
     assert all(h.dtype == torch.float16 for h in captures["fp16"].hidden)
     assert captures["fp16"].nbytes < captures["exact"].nbytes * 0.6
     for token in TOKENS:
-        keys = token_view.token_keys(captures["fp16"], model.littlebird.encoder.layer, layer=1, head=1, token=token)
+        keys = token_view.token_keys(captures["fp16"], model, layer=1, head=1, token=token)
         exact = torch.stack([w for _, _, w in model_keys(attentions, logits, 1, 1, token)])
         assert_close(torch.from_numpy(keys.weight), exact, rtol=0, atol=2e-3)
 
@@ -123,13 +123,13 @@ def test_capture_shapes_and_the_token_it_opens_on(run):
 
 def test_out_of_range_choices_are_clamped(run, model):
     _, _, captures = run
-    keys = token_view.token_keys(captures["exact"], model.littlebird.encoder.layer, layer=9, head=-1, token=10_000)
+    keys = token_view.token_keys(captures["exact"], model, layer=9, head=-1, token=10_000)
     assert (keys.layer, keys.head, keys.token) == (1, 0, N - 1)
 
 
 def test_the_figure_stacks_content_and_bias_over_the_keys_and_draws_the_weights(run, model):
     _, _, captures = run
-    keys = token_view.token_keys(captures["exact"], model.littlebird.encoder.layer, layer=0, head=1, token=200)
+    keys = token_view.token_keys(captures["exact"], model, layer=0, head=1, token=200)
     groups = keys.groups()
     assert [kind for kind, *_ in groups] == ["pack", "block0", "window"]
     assert [(first, end) for *_, first, end in groups] == [(0, 64), (64, 128), (128, 128 + 172)]  # blocks 2, 3 and the ragged 4
@@ -141,7 +141,7 @@ def test_the_figure_stacks_content_and_bias_over_the_keys_and_draws_the_weights(
     np.testing.assert_array_equal(weight.y, keys.weight)
     assert len(content.x) == 64 + 64 + 172 and "t200" in fig.layout.title.text and "layer 0 head 1" in fig.layout.title.text
     assert "“t0”" in content.hovertext[64]
-    near = token_view.token_keys(captures["exact"], model.littlebird.encoder.layer, layer=0, head=1, token=70)
+    near = token_view.token_keys(captures["exact"], model, layer=0, head=1, token=70)
     assert [kind for kind, *_ in near.groups()] == ["pack", "window"]  # block 0 is its left neighbour
 
 
