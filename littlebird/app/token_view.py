@@ -288,10 +288,11 @@ def token_figure(keys: TokenKeys) -> go.Figure:
                      tickangle=-90, tickfont={"size": 8}, row=2, col=1)
     fig.update_yaxes(title_text="score", row=1, col=1)
     fig.update_yaxes(title_text="weight", rangemode="tozero", row=2, col=1)
-    fig.update_layout(barmode="relative", bargap=0.1, legend={"orientation": "h", "y": -0.32, "x": 0})
+    fig.update_layout(barmode="relative", bargap=0.1,
+                      legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.13, "yanchor": "bottom"})
     title = (f"Token {keys.token} “{_short(keys.text)}”: its {len(x)} keys, layer {keys.layer} head {keys.head}")
     fig = _layout(fig, title, height=500)
-    fig.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 120})
+    fig.update_layout(margin={"l": 60, "r": 20, "t": 80, "b": 70})
     return fig
 
 

@@ -182,7 +182,8 @@ def build_demo(
                 "best answer's window, or the one picked under the map. Opening the explorer runs that window again "
                 "to collect its attention. Colours are log-scaled weights. "
                 "Hover the grey strip under a plot to see which text a block holds. The head atlas gives one number "
-                "per layer and head of the window (pick a metric); its menu moves the sliders to a head."
+                "per layer and head of the window (pick a metric); its menu moves the sliders to a head. The token view "
+                "splits each score of one token (pick it by position) into its content and BiALiBi terms."
             )
             reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
             aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
@@ -199,12 +200,17 @@ def build_demo(
             token_plot = gr.Plot(token_message("Ask a question, then open the explorer to see this."), label="Any token",
                                  elem_id="lb-token-view")
 
-            def on_token(target, layer, head, token):
+            def on_token(target, summary, layer, head, token):
+                """Another token, layer or head; before the explorer has opened on the target, nothing (it draws
+                the view as it opens). It runs the window again only if the kept windows no longer hold it."""
+                if summary is None:
+                    return gr.skip()
                 return explain_token(target, layer=int(layer), head=int(head), token=int(token))[1]
 
             # input, not change: the explorer's opening sets the slider and draws the view itself
-            gr.on([layer.change, head.change, token.input], on_token, [explorer_target, layer, head, token], token_plot,
-                  api_visibility="private", show_progress="minimal", trigger_mode="always_last")
+            gr.on([layer.change, head.change, token.input], on_token, [explorer_target, summary, layer, head, token],
+                  token_plot, api_visibility="private", show_progress="minimal", trigger_mode="always_last",
+                  **model_events)
             with gr.Row(equal_height=False):
                 with gr.Column(scale=1, min_width=220):
                     metric = gr.Radio([(label, name) for name, label in METRICS.items()], value="pack",
@@ -228,7 +234,7 @@ def build_demo(
                 return str(export_view(target, summary, layer=int(layer), head=int(head), metric=metric, token=keys))
 
             export_button.click(on_export, [summary, explorer_target, layer, head, metric, token], export_file,
-                                api_visibility="private", show_progress="minimal")
+                                api_visibility="private", show_progress="minimal", **model_events)
 
             def on_explore(summary, checkpoint, layer, head, metric):
                 plots = explore(summary, checkpoint, int(layer), int(head), metric)
