@@ -9,6 +9,9 @@ long document (the four example pages, cleaned and joined: ~15K tokens), as the 
 - ``slider``: redrawing for another layer or head (``app.explorer.explore``: block map, answer tokens,
   pack slots, BiALiBi curves and head atlas) and its JSON, median of 6;
 - ``metric``: another head-atlas metric (``atlas_figure`` and the menu's ``atlas_cells``), median of 5;
+- ``token``: the any-token view for another layer, head and token (``app.asking.explain_token``: its keys
+  projected from the layer inputs the pass kept, and the figure's JSON), median of 6, and ``token MB``, what
+  those layer inputs take (``app.token_view.TokenCapture.nbytes``; the explorer keeps two windows');
 - ``peak MB``: peak RSS growth while the explorer opens, over the process after the question (the model
   loaded and warm); beside it, the peak of the same window read plainly (``littlebird.reader.read``, one
   window, no attention: the model's own working set) and of the window's summary built with every layer's
@@ -66,7 +69,7 @@ def figures_json(plots: dict) -> int:
 def measure(length: int, what: str, threads: int) -> dict:
     """One measurement at one window length, in this process (see the module docstring)."""
     torch.set_num_threads(threads)
-    from littlebird.app import asking, explorer, figures
+    from littlebird.app import asking, explorer, figures, token_view
     from littlebird.app.head_metrics import METRICS
     from littlebird.app.models import load_model
     from littlebird.reader import read, window_attention
@@ -102,6 +105,13 @@ def measure(length: int, what: str, threads: int) -> dict:
                              explorer.atlas_cells(summary, metric)))
             for metric in metrics
         )
+        n = summary.n_tokens
+        picks = [(layer, head, n * k // 6) for k, (layer, head) in enumerate(heads)]
+        row["token_s"] = statistics.median(
+            seconds(lambda: asking.explain_token(target, layer=layer, head=head, token=token)[1].to_json())
+            for layer, head, token in picks
+        )
+        row["token_mb"] = token_view.CAPTURES.get(token_view.capture_key(target)).nbytes / 2**20
         row["summary_mb"] = sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack",
                                                                           "pack_reads")) / 2**20
     elif what == "read":
@@ -136,14 +146,14 @@ def run_in_subprocess(length: int, what: str, threads: int) -> dict:
 def table(rows: list[dict]) -> str:
     """One line per window length."""
     by = {(r["length"], r["what"]): r for r in rows}
-    lines = ["| window (tokens) | open (s) | open again (s) | slider redraw (s) | metric redraw (s) | figures JSON (KB) "
-             "| peak MB: explorer | plain read | all layers held | summary (MB) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| window (tokens) | open (s) | open again (s) | slider redraw (s) | metric redraw (s) | token redraw (s) "
+             "| figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) | token MB |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for length in sorted({r["length"] for r in rows}):
         e, r, h = by[(length, "explorer")], by[(length, "read")], by[(length, "held")]
         lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | {e['slider_s']:.3f} | "
-                     f"{e['metric_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | {r['peak_mb']:.0f} | "
-                     f"{h['peak_mb']:.0f} | {e['summary_mb']:.1f} |")
+                     f"{e['metric_s']:.3f} | {e['token_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | "
+                     f"{r['peak_mb']:.0f} | {h['peak_mb']:.0f} | {e['summary_mb']:.1f} | {e['token_mb']:.0f} |")
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from littlebird.app import figures
+from littlebird.app import figures, token_view
 from littlebird.app.clean import Document
 from littlebird.app.documents import Report, read_document, silent
 from littlebird.app.explorer import explorer_plots
@@ -165,32 +165,65 @@ class ExplorerTarget:
 
 
 @_gpu_task
-def _summarize_target(target: ExplorerTarget, loaded: LoadedModel) -> figures.AttentionSummary | None:
+def _summarize_target(target: ExplorerTarget,
+                      loaded: LoadedModel) -> tuple[figures.AttentionSummary | None, token_view.TokenCapture | None]:
+    """The window's summary and, kept by forward hooks in the same pass, what the token view needs."""
     document = target.document
-    window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                              document_start=target.document_start, model_text=document.model_text,
-                              model_to_text=document.model_to_text, max_length=target.max_length,
-                              reduce_layer=figures.LayerReduction(target.answer_span, loaded.block_size))
+    with token_view.capturing(loaded.model) as inputs:
+        window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
+                                  document_start=target.document_start, model_text=document.model_text,
+                                  model_to_text=document.model_to_text, max_length=target.max_length,
+                                  reduce_layer=figures.LayerReduction(target.answer_span, loaded.block_size))
     if window is None:
-        return None
-    return figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
-                                    block_size=loaded.block_size)
+        return None, None
+    summary = figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
+                                       block_size=loaded.block_size)
+    capture = inputs.capture(token_view.window_tokens(window, document.text), question_length=window.question_length,
+                             answer_positions=figures.answer_positions(window, target.answer_span))
+    return summary, capture
 
 
 def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
             metric: str = "pack") -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
     """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
     model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head`` (the head atlas
-    for ``metric``, a key of ``app.head_metrics.METRICS``).
+    for ``metric``, a key of ``app.head_metrics.METRICS``). The layers' inputs that the token view reads
+    are kept from the same pass (``token_view.CAPTURES``).
 
     Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
     target, gives no summary and the explorer's empty or explanatory plots.
     """
     clock = time.perf_counter()
     loaded = load_model(target.checkpoint if target else None)
-    summary = None if target is None or loaded.explorer_note else _summarize_target(target, loaded)
+    summary = None
+    if target is not None and not loaded.explorer_note:
+        summary, capture = _summarize_target(target, loaded)
+        if capture is not None:
+            token_view.CAPTURES.put(token_view.capture_key(target), capture)
     plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
     return summary, plots, time.perf_counter() - clock
+
+
+def explain_token(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
+                  token: int | None = None) -> tuple[token_view.TokenKeys | None, Any]:
+    """The token view of ``target``'s window: ``token``'s keys in ``layer`` and ``head`` (None: the answer's
+    first token) and their figure. The window's layer inputs come from ``token_view.CAPTURES``, or from
+    running it again once the cache has let them go. Without a target or for a baseline: None and a note."""
+    if target is None:
+        return None, token_view.token_message("Ask a question, then open the explorer to see this.")
+    loaded = load_model(target.checkpoint)
+    if loaded.explorer_note:
+        return None, token_view.token_message(loaded.explorer_note)
+    key = token_view.capture_key(target)
+    capture = token_view.CAPTURES.get(key)
+    if capture is None:
+        _, capture = _summarize_target(target, loaded)
+        if capture is None:
+            return None, token_view.token_message("The window has no tokens to show.")
+        token_view.CAPTURES.put(key, capture)
+    keys = token_view.token_keys(capture, loaded.model, layer=layer, head=head,
+                                 token=capture.default_token if token is None else token)
+    return keys, token_view.token_figure(keys)
 
 
 @dataclass

@@ -2,7 +2,8 @@
 says what it shows.
 
 The ``.npz`` holds every array of ``figures.AttentionSummary`` (float16, indexed ``[layer, head, ...]``), the
-head atlas's metrics as ``metric_<name>`` (layers, heads) and the block and answer-token labels. The JSON,
+head atlas's metrics as ``metric_<name>`` (layers, heads), the block and answer-token labels and, exported with
+the token view, that token's keys with their content and BiALiBi terms and weights (``token_*``). The JSON,
 stored in the same archive as ``explorer.json``, names the question, the checkpoint, the window (its tokens,
 first-pass rank and place in the reading order), the answer followed, and the layer, head and metric on
 screen, and describes each array. ``np.load(path)["explorer.json"]`` gives its bytes; any unzip tool gives
@@ -26,6 +27,7 @@ from littlebird.app.head_metrics import METRICS
 
 if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
+    from littlebird.app.token_view import TokenKeys
 
 METADATA = "explorer.json"
 KEEP_SECONDS = 3600  # files written here are deleted after an hour: the page has long copied them by then
@@ -42,10 +44,21 @@ ARRAYS = {
 }
 """What each array of the file holds."""
 
+TOKEN_ARRAYS = {
+    "token_keys": "(keys,): the keys of the token on screen (metadata `token`): its pack slots' numbers, then "
+                  "the positions in the window of the tokens it may read",
+    "token_key_labels": "(keys,): each key's text",
+    "token_content": "(keys,): each key's content term q·k/√d",
+    "token_bias": "(keys,): each key's BiALiBi term, added to the content: -D_P for a pack slot, -D for a token",
+    "token_weight": "(keys,): the attention weight each key got: the softmax of content + bias",
+}
+"""The arrays of the token view, in a file exported with one."""
+
 
 def explorer_metadata(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
-                      metric: str) -> dict[str, Any]:
-    """The JSON of the file: what the explorer shows of ``target``'s window, and what each array holds."""
+                      metric: str, token: "TokenKeys | None" = None) -> dict[str, Any]:
+    """The JSON of the file: what the explorer shows of ``target``'s window (and of ``token``, the token
+    view's), and what each array holds."""
     window = target.windows[target.window]
     answer = None
     if target.answer is not None:
@@ -66,23 +79,30 @@ def explorer_metadata(target: "ExplorerTarget", summary: figures.AttentionSummar
         "n_tokens": summary.n_tokens,
         "question_blocks": summary.question_blocks,
         "answer_block_range": summary.answer_block_range,
-        "arrays": ARRAYS,
+        "token": None if token is None else {"position": token.token, "text": token.text, "layer": token.layer,
+                                             "head": token.head, "pack_slots": token.slots},
+        "arrays": ARRAYS if token is None else {**ARRAYS, **TOKEN_ARRAYS},
     }
 
 
-def summary_arrays(summary: figures.AttentionSummary) -> dict[str, np.ndarray]:
-    """Every array the file holds, by name (see :data:`ARRAYS`)."""
+def summary_arrays(summary: figures.AttentionSummary, token: "TokenKeys | None" = None) -> dict[str, np.ndarray]:
+    """Every array the file holds, by name (see :data:`ARRAYS`, and :data:`TOKEN_ARRAYS` with ``token``)."""
     arrays = {name: getattr(summary, name) for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads")}
     arrays["block_labels"] = np.asarray(summary.block_labels, dtype=str)
     arrays["answer_tokens"] = np.asarray(summary.answer_tokens, dtype=str)
     arrays.update({f"metric_{name}": values for name, values in summary.head_metrics.items()})
+    if token is not None:
+        arrays.update(token_keys=token.positions, token_key_labels=np.asarray(token.labels, dtype=str),
+                      token_content=token.content, token_bias=token.bias, token_weight=token.weight)
     return arrays
 
 
-def write_explorer_file(path: str | Path, summary: figures.AttentionSummary, metadata: dict[str, Any]) -> Path:
-    """Write ``summary``'s arrays and ``metadata`` (as ``explorer.json``) to the ``.npz`` at ``path``."""
+def write_explorer_file(path: str | Path, summary: figures.AttentionSummary, metadata: dict[str, Any],
+                        token: "TokenKeys | None" = None) -> Path:
+    """Write ``summary``'s arrays (and ``token``'s), and ``metadata`` (as ``explorer.json``) to the ``.npz`` at
+    ``path``."""
     path = Path(path)
-    np.savez_compressed(path, **summary_arrays(summary))
+    np.savez_compressed(path, **summary_arrays(summary, token))
     with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(METADATA, json.dumps(metadata, ensure_ascii=False, indent=2))
     return path
@@ -96,9 +116,9 @@ def read_explorer_file(path: str | Path) -> tuple[dict[str, np.ndarray], dict[st
 
 
 def export_view(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
-                metric: str) -> Path:
-    """The explorer's view as a new file, in a folder of its own under this process's export folder (where
-    files older than :data:`KEEP_SECONDS` are deleted)."""
+                metric: str, token: "TokenKeys | None" = None) -> Path:
+    """The explorer's view (with the token view's ``token``, when given) as a new file, in a folder of its own
+    under this process's export folder (where files older than :data:`KEEP_SECONDS` are deleted)."""
     exports = Path(tempfile.gettempdir()) / f"littlebird-exports-{os.getpid()}"
     exports.mkdir(exist_ok=True)
     for old in exports.glob("*/*.npz"):
@@ -107,4 +127,5 @@ def export_view(target: "ExplorerTarget", summary: figures.AttentionSummary, *, 
             old.parent.rmdir()
     folder = Path(tempfile.mkdtemp(dir=exports))
     path = folder / f"littlebird-explorer-window{target.window}-layer{layer}-head{head}.npz"
-    return write_explorer_file(path, summary, explorer_metadata(target, summary, layer=layer, head=head, metric=metric))
+    metadata = explorer_metadata(target, summary, layer=layer, head=head, metric=metric, token=token)
+    return write_explorer_file(path, summary, metadata, token)

@@ -24,6 +24,7 @@ from littlebird.app.asking import (
     answer_document,
     ask,
     explain,
+    explain_token,
 )
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
@@ -32,6 +33,7 @@ from littlebird.app.examples import choose_example, load_examples
 from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
                                      slopes_figure)
 from littlebird.app.explorer_file import export_view
+from littlebird.app.token_view import token_message
 from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
 from littlebird.answer_text import get_kiwi
@@ -180,7 +182,8 @@ def build_demo(
                 "best answer's window, or the one picked under the map. Opening the explorer runs that window again "
                 "to collect its attention. Colours are log-scaled weights. "
                 "Hover the grey strip under a plot to see which text a block holds. The head atlas gives one number "
-                "per layer and head of the window (pick a metric); its menu moves the sliders to a head."
+                "per layer and head of the window (pick a metric); its menu moves the sliders to a head. The token view "
+                "splits each score of one token (pick it by position) into its content and BiALiBi terms."
             )
             reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
             aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
@@ -192,6 +195,22 @@ def build_demo(
             with gr.Row():
                 answer_plot = gr.Plot(empty_plots["answer"], label="Answer tokens", elem_id="lb-plot-answer")
                 pack_plot = gr.Plot(empty_plots["pack"], label="Pack slots", elem_id="lb-plot-pack")
+            token = gr.Slider(0, 1, value=0, step=1, label="Token", elem_id="lb-token",
+                              info="any token of the window, by position: 0 is [CLS], the question follows it")
+            token_plot = gr.Plot(token_message("Ask a question, then open the explorer to see this."), label="Any token",
+                                 elem_id="lb-token-view")
+
+            def on_token(target, summary, layer, head, token):
+                """Another token, layer or head; before the explorer has opened on the target, nothing (it draws
+                the view as it opens). It runs the window again only if the kept windows no longer hold it."""
+                if summary is None:
+                    return gr.skip()
+                return explain_token(target, layer=int(layer), head=int(head), token=int(token))[1]
+
+            # input, not change: the explorer's opening sets the slider and draws the view itself
+            gr.on([layer.change, head.change, token.input], on_token, [explorer_target, summary, layer, head, token],
+                  token_plot, api_visibility="private", show_progress="minimal", trigger_mode="always_last",
+                  **model_events)
             with gr.Row(equal_height=False):
                 with gr.Column(scale=1, min_width=220):
                     metric = gr.Radio([(label, name) for name, label in METRICS.items()], value="pack",
@@ -207,14 +226,15 @@ def build_demo(
                 export_file = gr.File(label="The window's summary, with the question, window, layer and head",
                                       interactive=False, scale=3, elem_id="lb-export")
 
-            def on_export(summary, target, layer, head, metric):
+            def on_export(summary, target, layer, head, metric, token):
                 if summary is None or target is None:
                     raise gr.Error("Open the explorer on an answer first: there is no summary to export yet.",
                                    print_exception=False)
-                return str(export_view(target, summary, layer=int(layer), head=int(head), metric=metric))
+                keys, _ = explain_token(target, layer=int(layer), head=int(head), token=int(token))
+                return str(export_view(target, summary, layer=int(layer), head=int(head), metric=metric, token=keys))
 
-            export_button.click(on_export, [summary, explorer_target, layer, head, metric], export_file,
-                                api_visibility="private", show_progress="minimal")
+            export_button.click(on_export, [summary, explorer_target, layer, head, metric, token], export_file,
+                                api_visibility="private", show_progress="minimal", **model_events)
 
             def on_explore(summary, checkpoint, layer, head, metric):
                 plots = explore(summary, checkpoint, int(layer), int(head), metric)
@@ -252,13 +272,16 @@ def build_demo(
             def on_explain(target, summary, is_open, layer, head, metric):
                 """The attention of the target's window, computed once per target and only while the explorer is open."""
                 if not is_open or target is None or summary is not None:
-                    return (gr.skip(),) * 7
+                    return (gr.skip(),) * 9
                 summary, plots, _ = explain(target, layer=int(layer), head=int(head), metric=metric)
+                keys, token_figure = explain_token(target, layer=int(layer), head=int(head))
+                tokens = gr.Slider(maximum=keys.n_tokens - 1, value=keys.token) if keys else gr.Slider(maximum=1, value=0)
                 return (summary, plots["block_map"], plots["answer"], plots["pack"], plots["curves"], plots["atlas"],
-                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None))
+                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None), tokens, token_figure)
 
             explain_inputs = [explorer_target, summary, explorer_open, layer, head, metric]
-            explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot, atlas_plot, atlas_cell_menu]
+            explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot, atlas_plot, atlas_cell_menu,
+                               token, token_plot]
             explorer_box.expand(lambda: True, None, explorer_open, api_visibility="private", queue=False).then(
                 on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
                 **model_events,
@@ -303,13 +326,13 @@ def build_demo(
                     gr.Slider(maximum=new.num_layers - 1, value=0), gr.Slider(maximum=new.num_heads - 1, value=0),
                     slopes_figure(new), None, plots["block_map"], plots["answer"], plots["pack"], plots["curves"],
                     None, reading_map_figure(None, new.checkpoint), gr.Dropdown(choices=[], value=None), plots["atlas"],
-                    gr.Dropdown(choices=[], value=None),
+                    gr.Dropdown(choices=[], value=None), token_message("Ask a question, then open the explorer to see this."),
                 )  # fmt: skip
 
             load_button.click(
                 on_load, checkpoint_box,
                 [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary, block_map, answer_plot,
-                 pack_plot, curves_plot, explorer_target, reading_map, aim, atlas_plot, atlas_cell_menu],
+                 pack_plot, curves_plot, explorer_target, reading_map, aim, atlas_plot, atlas_cell_menu, token_plot],
                 api_visibility="private", **model_events,
             )  # fmt: skip
 

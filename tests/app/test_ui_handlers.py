@@ -465,7 +465,7 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
     path = export_view(view.explorer, summary, layer=1, head=2, metric="entropy")
     assert path.suffix == ".npz" and path.name == "littlebird-explorer-window0-layer1-head2.npz"
     arrays, metadata = read_explorer_file(path)
-    assert set(arrays) == set(ARRAYS) == set(metadata["arrays"])
+    assert set(arrays) == set(ARRAYS) == set(metadata["arrays"]) and metadata["token"] is None
     for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
         np.testing.assert_array_equal(arrays[name], getattr(summary, name))
     np.testing.assert_array_equal(arrays["metric_entropy"], summary.head_metrics["entropy"])
@@ -480,3 +480,35 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
 
     with zipfile.ZipFile(path) as archive:  # any unzip tool gives the JSON beside the arrays
         assert json.loads(archive.read(METADATA)) == metadata
+
+
+def test_the_token_view_shows_any_token_of_the_explained_window(settings):
+    from littlebird.app import token_view
+
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    token_view.CAPTURES.clear()
+    summary, _, _ = asking.explain(view.explorer)
+    capture = token_view.CAPTURES.get(token_view.capture_key(view.explorer))
+    assert len(token_view.CAPTURES) == 1 and capture.n_tokens == summary.n_tokens and capture.num_layers == 2
+    keys, figure = asking.explain_token(view.explorer, layer=1, head=2)  # opens on the answer's first token
+    best = view.result.answers[0]
+    assert keys.token == capture.default_token and keys.text in best.text
+    assert (keys.layer, keys.head) == (1, 2) and f"Token {keys.token}" in figure.layout.title.text
+    assert keys.weight.sum() == pytest.approx(1.0, abs=1e-5)
+    other, _ = asking.explain_token(view.explorer, layer=0, head=0, token=3)
+    assert other.token == 3 and other.positions[other.slots] == 0  # after the pack slots, [CLS] and the question
+    assert other.text == "was" and other.labels[other.slots] == capture.tokens[0] == "<s>"  # pieces without "▁"
+    # once the cache has let the window go, the view runs it again
+    token_view.CAPTURES.clear()
+    again, _ = asking.explain_token(view.explorer, layer=1, head=2, token=keys.token)
+    np.testing.assert_allclose(again.weight, keys.weight, rtol=1e-6)
+    assert asking.explain_token(None)[0] is None
+
+    from littlebird.app.explorer_file import ARRAYS, TOKEN_ARRAYS, export_view, read_explorer_file
+
+    arrays, metadata = read_explorer_file(export_view(view.explorer, summary, layer=1, head=2, metric="pack", token=keys))
+    assert set(arrays) == set(ARRAYS) | set(TOKEN_ARRAYS) == set(metadata["arrays"])
+    assert metadata["token"] == {"position": keys.token, "text": keys.text, "layer": 1, "head": 2, "pack_slots": 64}
+    np.testing.assert_array_equal(arrays["token_content"] + arrays["token_bias"], keys.score)
+    np.testing.assert_array_equal(arrays["token_weight"], keys.weight)
+    assert tuple(arrays["token_key_labels"]) == keys.labels and arrays["token_keys"].tolist() == keys.positions.tolist()

@@ -146,6 +146,25 @@ def test_paste_example_ask_and_explore(page):
         "() => document.querySelector('#lb-plot-blocks .gtitle')?.textContent.endsWith('layer 0 head 3')", timeout=30_000
     )
 
+    # any token: the view follows the head; a token picked by position shows its keys, their content and
+    # BiALiBi terms, and weights that sum to one
+    token_title = "() => document.querySelector('#lb-token-view .gtitle')?.textContent ?? ''"
+    page.wait_for_function(f"() => ({token_title})().endsWith('layer 0 head 3')", timeout=30_000)
+    token = page.locator("#lb-token input[type=number]")
+    token.fill("2")
+    token.press("Enter")
+    page.wait_for_function(f"() => ({token_title})().startsWith('Token 2 ')", timeout=30_000)
+    traces = page.evaluate(
+        "() => document.querySelector('#lb-token-view .js-plotly-plot')._fullData"
+        ".map(t => [t.name, Array.from(t.y)])"
+    )
+    names = [name for name, _ in traces]
+    assert names == ["content q·k/√d", "BiALiBi bias", "score (logit)", "weight"]
+    content, bias, score, weight = (values for _, values in traces)
+    assert len(weight) > 64 and abs(sum(weight) - 1) < 1e-3  # the pack slots and the tokens it may read
+    assert all(abs(c + b - s) < 1e-3 for c, b, s in zip(content, bias, score))
+    assert page.locator("#lb-token-view .barlayer .point").count() > 64
+
 
 def test_the_explorer_of_a_long_document(page, tmp_path):
     paste_and_ask(page, long_document(3_000), "Where was Jikji printed?")

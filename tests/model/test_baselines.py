@@ -270,6 +270,8 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
     assert loaded.explorer_note in explorer.slopes_figure(loaded).layout.annotations[0].text
     assert loaded.explorer_note in explorer.reading_map_figure(view.explorer, str(tmp_path)).layout.annotations[0].text
+    keys, token_figure = asking.explain_token(view.explorer, layer=1, head=1)
+    assert keys is None and loaded.explorer_note in token_figure.layout.annotations[0].text
 
 
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
