@@ -700,9 +700,12 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
                             question_length=prefix_length, window=window,
                             document_tokens=(document_start, document_start + n_document))
     reduced = []
+    owner = threading.get_ident()
 
     def take(layer, args, output):
         x, p, weights = output
+        if threading.get_ident() != owner or weights is None:
+            return output  # another question on the same model, served meanwhile by another thread
         reduced.append(reduce_layer(found, replace(weights, length=n)))
         return x, p, None  # the encoder keeps nothing of this layer's weights
 
