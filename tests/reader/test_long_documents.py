@@ -216,3 +216,26 @@ def test_long_dev_documents_hold_their_question_among_whole_other_articles():
         assert 2000 <= n_tokens <= 4000 + 600  # the target, plus at most the section that passed it
         owner = answer["text"].split()[0]
         assert context.count(f"{owner} paragraph 0.") == 1  # the whole owning article, once
+
+
+def test_a_question_read_by_another_thread_during_an_explorer_pass_is_left_alone():
+    import threading
+
+    from littlebird.reader import window_attention
+
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(8, needle_at=4)
+    other: list = []
+
+    def reduce_layer(window, weights):
+        if not other:  # meanwhile another thread reads a question on the same model
+            thread = threading.Thread(target=lambda: other.append(read(
+                "Who lit the lamp?", text, model=model, tokenizer=tokenizer, max_length=128)))
+            thread.start()
+            thread.join()
+        return float(weights.local.sum())
+
+    explained = window_attention("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer,
+                                 document_start=0, max_length=128, reduce_layer=reduce_layer)
+    assert len(explained.attentions) == len(model.littlebird.encoder.layer)
+    assert other and other[0].answers
