@@ -593,7 +593,8 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     title = f"Head atlas: {label}"
     values = np.asarray(values, dtype=np.float32)
     if np.isnan(values).all():
-        return _message_figure(title, "The window explored holds no answer span, so no head attends to one.")
+        return _message_figure(title, "The window explored holds no answer span, so no head attends to one."
+                               if metric == "answer" else "These attention weights do not say how their bias was made.")
     n_layers, n_heads = values.shape
     scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
     fig = go.Figure(go.Heatmap(
