@@ -651,6 +651,54 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     return _layout(fig, title, height=360)
 
 
+def rollout_map(
+    rollout: np.ndarray,
+    pack_share: np.ndarray,
+    *,
+    token_labels: Sequence[str],
+    block_labels: Sequence[str],
+    block_size: int,
+    answer_block_range: tuple[int, int] | None = None,
+) -> go.Figure:
+    """Attention rollout through both routes (``app.rollout``): one panel per token followed.
+
+    ``rollout`` is (layers, tokens, blocks): where the token's final representation draws from in each layer's
+    input, layer 0 at the bottom being the embeddings; ``pack_share`` (layers, tokens) is the share of what each
+    layer's attention moved that went through the pack slots, drawn as bars beside the map.
+    """
+    title = "Rollout through both routes: where [CLS] and the answer draw from, layer by layer"
+    rollout = np.asarray(rollout, dtype=np.float32)
+    if rollout.size == 0:
+        return _message_figure(title, "Ask a question, then open the explorer to see this.")
+    n_layers, k, nb = rollout.shape
+    specs = [[{}, {}] for _ in range(k)] + [[{}, None]]
+    titles = [t for label in token_labels for t in (label, "via pack slots" if label == token_labels[0] else "")]
+    fig = make_subplots(
+        rows=k + 1, cols=2, specs=specs, shared_xaxes=True, column_widths=[0.84, 0.16], horizontal_spacing=0.03,
+        row_heights=[0.95 / k] * k + [0.05], vertical_spacing=0.06, subplot_titles=titles,
+    )  # fmt: skip
+    layers = list(range(n_layers))
+    for row, label in enumerate(token_labels, start=1):
+        fig.add_trace(_heatmap(
+            rollout[:, row - 1], np.arange(nb) * block_size, layers, showscale=row == 1,
+            colorbar={**_log_colorbar("share"), "len": 0.8},
+            hovertemplate=f"{label}<br>layer %{{y}}, tokens from %{{x}}<br>log10 share %{{z:.2f}}<extra></extra>",
+        ), row=row, col=1)  # fmt: skip
+        _outline_answer(fig, answer_block_range, block_size, block_size, row=row, col=1)
+        fig.add_trace(go.Bar(
+            x=np.round(pack_share[:, row - 1].astype(np.float32), 4), y=layers, orientation="h", showlegend=False,
+            marker={"color": "#9467bd"}, hovertemplate="layer %{y}: %{x:.1%} via the pack slots<extra></extra>",
+        ), row=row, col=2)  # fmt: skip
+        fig.update_yaxes(title_text="layer", dtick=1 if n_layers <= 24 else None, row=row, col=1)
+        fig.update_yaxes(showticklabels=False, row=row, col=2)
+        fig.update_xaxes(range=[0, 1], tickformat=".0%", row=row, col=2)
+    fig.add_trace(_text_strip(block_labels, block_size), row=k + 1, col=1)
+    fig.update_yaxes(visible=False, fixedrange=True, row=k + 1, col=1)
+    fig.update_xaxes(title_text="input position (tokens)", row=k + 1, col=1)
+    fig.update_annotations(font={"size": 11})
+    return _layout(fig, title, height=110 + 130 * k)
+
+
 def _ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -741,14 +789,14 @@ _ATLAS = "Head atlas"
 
 
 def explorer_off(note: str) -> dict[str, go.Figure]:
-    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``)
-    as ``note``.
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``,
+    ``rollout``) as ``note``.
 
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
     titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
-              "reading_map": _READING_MAP, "atlas": _ATLAS}
+              "reading_map": _READING_MAP, "atlas": _ATLAS, "rollout": "Rollout through both routes"}
     return {key: _message_figure(title, note) for key, title in titles.items()}
 
 
