@@ -67,11 +67,16 @@ def layer_mixing(*, block_map: np.ndarray, packed_blocks: np.ndarray, pack_reads
     """``LayerMixing`` from one layer's per-head arrays: ``block_map`` (h, nb, nb) (``block_map()``),
     ``packed_blocks`` (h, nb, s) (:func:`packed_per_block`), ``pack_reads`` (h, s, nb) (each slot's weight per
     input block), and for the chosen tokens ``token_window`` (h, k, nb) and ``token_packed`` (h, k, s)."""
+    reads = torch.as_tensor(np.asarray(pack_reads, dtype=np.float32))
+
+    def through_pack(weights: np.ndarray) -> np.ndarray:  # (h, q, s) x (h, s, nb) -> (q, nb), heads averaged
+        return torch.matmul(torch.as_tensor(np.asarray(weights, dtype=np.float32)), reads).mean(0).numpy()
+
     return LayerMixing(
         window=np.asarray(block_map, dtype=np.float32).mean(0),
-        pack=np.matmul(packed_blocks, pack_reads).mean(0),  # (nb, s) x (s, nb) per head
+        pack=through_pack(packed_blocks),
         token_window=np.asarray(token_window, dtype=np.float32).mean(0),
-        token_pack=np.matmul(token_packed, pack_reads).mean(0),
+        token_pack=through_pack(token_packed),
         token_blocks=np.asarray(token_blocks, dtype=np.int64),
     )
 
