@@ -182,8 +182,8 @@ def summarize_layer(
     chosen = np.asarray(rollout_positions(positions), dtype=np.int64)
     mixing = layer_mixing(
         block_map=block_map, packed_blocks=packed_per_block(layer), pack_reads=pack_reads,
-        token_window=_token_blocks(local, global_, chosen, nb), token_packed=packed[:, chosen // block_size, chosen % block_size],
-        token_blocks=chosen // block_size,
+        token_window=_token_blocks(local, global_, chosen, nb),
+        token_packed=packed[:, chosen // block_size, chosen % block_size], token_blocks=chosen // block_size,
     )  # fmt: skip
     return LayerSummary(
         pool=pool,
