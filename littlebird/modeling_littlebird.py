@@ -280,6 +280,9 @@ class LittleBirdAttentions:
     - ``pack`` (B, h, s, n): the pack attention of each packed slot over the tokens.
     - ``query_valid`` (B, nb, b): which queries are real tokens.
     - ``length``: the input's n before padding to blocks (None: nb * b).
+    - ``position_ids`` (B, nb * b) and ``bias_coefficients`` (h, 4): what the layer's BiALiBi bias was made
+      from (:meth:`BlockGeometry.bias_terms` times :meth:`BiALiBi.bias_coefficients`), so a reader can rebuild
+      the prior the scores were added to; None in records made by hand.
     Each query's local + global + packed weights sum to one.
 
     Where code expects a (B, h, n, n) tensor, ``shape`` is that of :meth:`to_dense`, which builds it
@@ -294,6 +297,8 @@ class LittleBirdAttentions:
     pack: torch.Tensor
     query_valid: torch.Tensor
     length: Optional[int] = None
+    position_ids: Optional[torch.Tensor] = None
+    bias_coefficients: Optional[torch.Tensor] = None
 
     _TENSORS = ("local", "global_", "packed", "pack")
 
@@ -616,7 +621,9 @@ class LittleBirdLayer(nn.Module):
         attentions = None
         if output_attentions:
             local, global_, packed = weights
-            attentions = LittleBirdAttentions(local, global_, packed, pack_weights, geometry.query_valid)
+            attentions = LittleBirdAttentions(local, global_, packed, pack_weights, geometry.query_valid,
+                                              position_ids=geometry.position_ids,
+                                              bias_coefficients=self.bialibi.bias_coefficients().detach())
         return x_next, p_next, attentions
 
 

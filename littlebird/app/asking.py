@@ -18,7 +18,7 @@ from typing import Any
 from littlebird.app import figures, token_view
 from littlebird.app.clean import Document
 from littlebird.app.documents import Report, read_document, silent
-from littlebird.app.explorer import explorer_plots
+from littlebird.app.explorer import explorer_plots, rollout_figure
 from littlebird.app.fetch import looks_like_address
 from littlebird.app.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
@@ -106,6 +106,7 @@ class ExplorerTarget:
     answers: tuple[Answer, ...]  # the n-best, best first
     window: int  # the window aimed at: an index of ``windows``
     answer: int | None  # the n-best answer aimed at, whose tokens the views follow; None: none in the window
+    no_answer: bool = False  # the reading's decision, for the document view the explorer redraws
 
     @classmethod
     def of(cls, view: "AskView", question: str, settings: Settings) -> "ExplorerTarget | None":
@@ -115,7 +116,7 @@ class ExplorerTarget:
         if not any(w.read is not None for w in result.windows):
             return None
         target = cls(view.document, question, settings.checkpoint, settings.max_length, tuple(result.windows),
-                     tuple(result.answers), window=0, answer=None)
+                     tuple(result.answers), window=0, answer=None, no_answer=result.no_answer)
         return target.aimed("answer:0" if result.answers else f"window:{target._window_read(0)}")
 
     @property
@@ -190,8 +191,9 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
     for ``metric``, a key of ``app.head_metrics.METRICS``). The layers' inputs that the token view reads
     are kept from the same pass (``token_view.CAPTURES``).
 
-    Returns (summary, plots, seconds taken). A model without attention to show (a baseline), or no
-    target, gives no summary and the explorer's empty or explanatory plots.
+    Returns (summary, plots, seconds taken): the plots of ``figures.explorer_figures`` and ``rollout``. A model
+    without attention to show (a baseline), or no target, gives no summary and the explorer's empty or
+    explanatory plots.
     """
     clock = time.perf_counter()
     loaded = load_model(target.checkpoint if target else None)
@@ -201,6 +203,7 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
         if capture is not None:
             token_view.CAPTURES.put(token_view.capture_key(target), capture)
     plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
+    plots["rollout"] = rollout_figure(summary, loaded)  # drawn once a window: no slider changes it
     return summary, plots, time.perf_counter() - clock
 
 

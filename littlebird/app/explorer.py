@@ -13,6 +13,8 @@ import numpy as np
 
 from littlebird.app import figures
 from littlebird.app.models import LoadedModel, load_model
+from littlebird.app.payloads import highlight_answers
+from littlebird.app.rollout import top_blocks
 
 if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
@@ -54,6 +56,30 @@ def atlas_cell(choice: str) -> tuple[int, int]:
     """(layer, head) of an :func:`atlas_cells` value."""
     layer, head = choice.split(",")
     return int(layer), int(head)
+
+
+def rollout_figure(summary: figures.AttentionSummary | None, loaded: LoadedModel) -> Any:
+    """The rollout through both routes of ``summary``'s window (``figures.rollout_map``); before a summary, what
+    to do; for a baseline model, its ``explorer_note``."""
+    if loaded.explorer_note:
+        return figures.explorer_off(loaded.explorer_note)["rollout"]
+    if summary is None:
+        return figures.rollout_map(np.zeros((0, 0, 0)), np.zeros((0, 0)), token_labels=(), block_labels=(), block_size=1)
+    return figures.rollout_map(summary.rollout, summary.rollout_pack_share, token_labels=summary.rollout_tokens,
+                               block_labels=summary.block_labels, block_size=summary.block_size,
+                               answer_block_range=summary.answer_block_range)
+
+
+def rollout_document(target: "ExplorerTarget", summary: figures.AttentionSummary | None) -> str:
+    """The document view of ``target``'s question (the answers marked as after asking) with the top blocks of
+    ``summary``'s rollout tinted, the strongest darkest, each saying its rank and share on hover."""
+    tints = []
+    if summary is not None:
+        for rank, (block, share) in enumerate(top_blocks(summary.rollout, summary.rollout_tokens, summary.block_spans)):
+            start, end = summary.block_spans[block]
+            tints.append((start, end, f"rollout #{rank + 1}: {share:.1%} of what the "
+                          f"{'answer' if len(summary.rollout_tokens) > 1 else '[CLS] token'} draws from"))
+    return highlight_answers(target.document.text, target.answers, no_answer=target.no_answer, tints=tints)
 
 
 def slopes_figure(loaded: LoadedModel) -> Any:

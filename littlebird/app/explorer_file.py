@@ -1,9 +1,10 @@
 """The explorer's view as a file to download: the window's summary as an ``.npz``, with a JSON inside it that
 says what it shows.
 
-The ``.npz`` holds every array of ``figures.AttentionSummary`` (float16, indexed ``[layer, head, ...]``), the
-head atlas's metrics as ``metric_<name>`` (layers, heads), the block and answer-token labels and, exported with
-the token view, that token's keys with their content and BiALiBi terms and weights (``token_*``). The JSON,
+The ``.npz`` holds every array of ``figures.AttentionSummary`` (float16, indexed ``[layer, head, ...]``; the
+rollout's float32, ``[layer, token followed, ...]``), the head atlas's metrics as ``metric_<name>`` (layers,
+heads), the block, answer-token and followed-token labels and, exported with the token view, that token's keys
+with their content and BiALiBi terms and weights (``token_*``). The JSON,
 stored in the same archive as ``explorer.json``, names the question, the checkpoint, the window (its tokens,
 first-pass rank and place in the reading order), the answer followed, and the layer, head and metric on
 screen, and describes each array. ``np.load(path)["explorer.json"]`` gives its bytes; any unzip tool gives
@@ -40,6 +41,12 @@ ARRAYS = {
     "pack_reads": "(layers, heads, pack slots, blocks): each pack slot's weight per input block",
     "block_labels": "(blocks,): the text each block starts with",
     "answer_tokens": "(answer tokens,): the answer's tokens as text",
+    "rollout": "(layers, tokens followed, blocks): attention rollout through both routes (window and block 0, pack "
+               "slots; A_eff = 0.5 A + 0.5 I, heads averaged): where each followed token's final representation draws "
+               "from in each layer's input, per block; each row sums to 1",
+    "rollout_pack_share": "(layers, tokens followed): the share of what each layer's attention moved of the rollout "
+                          "that went through the pack slots",
+    "rollout_tokens": "(tokens followed,): [CLS], and the answer's first and last tokens",
     **{f"metric_{name}": f"(layers, heads): {label}" for name, label in METRICS.items()},
 }
 """What each array of the file holds."""
@@ -90,6 +97,8 @@ def summary_arrays(summary: figures.AttentionSummary, token: "TokenKeys | None" 
     arrays = {name: getattr(summary, name) for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads")}
     arrays["block_labels"] = np.asarray(summary.block_labels, dtype=str)
     arrays["answer_tokens"] = np.asarray(summary.answer_tokens, dtype=str)
+    arrays["rollout"], arrays["rollout_pack_share"] = summary.rollout, summary.rollout_pack_share
+    arrays["rollout_tokens"] = np.asarray(summary.rollout_tokens, dtype=str)
     arrays.update({f"metric_{name}": values for name, values in summary.head_metrics.items()})
     if token is not None:
         arrays.update(token_keys=token.positions, token_key_labels=np.asarray(token.labels, dtype=str),

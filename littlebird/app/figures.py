@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from littlebird.app.head_metrics import METRICS, SHARES, head_metrics
+from littlebird.app.rollout import LayerMixing, attention_rollout, layer_mixing, packed_per_block, rollout_positions
 
 MAX_CELLS = 128
 """Most heatmap cells along one axis; more blocks than this are average-pooled."""
@@ -67,6 +68,11 @@ class AttentionSummary:
     question_blocks: int  # blocks covered by [CLS] + question + [SEP]
     block_labels: tuple[str, ...]  # nb hover labels: where each block starts
     head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of app.head_metrics.METRICS -> (L, h)
+    # app.rollout: the chosen tokens' rows down the layers, float32 (small: k <= 3 rows a layer)
+    rollout: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.float32))  # (L, k, nb)
+    rollout_pack_share: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (L, k)
+    rollout_tokens: tuple[str, ...] = ()  # k labels: [CLS], the answer's first and last tokens
+    block_spans: tuple[tuple[int, int] | None, ...] = ()  # nb: the characters of the text each block holds
 
     @property
     def num_layers(self) -> int:
@@ -108,15 +114,23 @@ def _block_labels(
 ) -> tuple[str, ...]:
     """Label each block with the start of the document text it holds."""
     labels = []
-    for first in range(0, n_tokens, block_size):
-        spans = [o for o in token_offsets[first : first + block_size] if o is not None]
-        if not spans:
-            labels.append("[CLS] / question" if first == 0 else "(special tokens)")
+    for block, span in enumerate(_block_spans(token_offsets, block_size, n_tokens)):
+        if span is None:
+            labels.append("[CLS] / question" if block == 0 else "(special tokens)")
             continue
-        start, end = spans[0][0], spans[-1][1]
-        snippet = " ".join(text[start:end].split())
+        snippet = " ".join(text[span[0] : span[1]].split())
         labels.append(snippet[:LABEL_CHARS] + ("…" if len(snippet) > LABEL_CHARS else ""))
     return tuple(labels)
+
+
+def _block_spans(token_offsets: Sequence[tuple[int, int] | None], block_size: int,
+                 n_tokens: int) -> tuple[tuple[int, int] | None, ...]:
+    """Each block's (first character, end) of the text, None for a block of special and question tokens only."""
+    spans = []
+    for first in range(0, n_tokens, block_size):
+        held = [o for o in token_offsets[first : first + block_size] if o is not None]
+        spans.append((held[0][0], held[-1][1]) if held else None)
+    return tuple(spans)
 
 
 def _local_to_blocks(local: np.ndarray, q: np.ndarray, nb: int) -> np.ndarray:
@@ -141,6 +155,7 @@ class LayerSummary:
     answer_pack: np.ndarray  # (h, a, s)
     pack_reads: np.ndarray  # (h, s, nb)
     head_metrics: dict[str, np.ndarray]  # (h,) per metric
+    mixing: LayerMixing | None = None  # the layer's block-level mixing, for the rollout (app.rollout)
 
 
 def summarize_layer(
@@ -153,27 +168,41 @@ def summarize_layer(
     for the other arguments.
     """
     positions = np.asarray(answer_positions, dtype=np.int64)
-    q_blocks, rows = positions // block_size, positions % block_size
-    local = _numpy(layer.local[0])  # (h, nb, b, 3b)
+    local, global_, packed = _numpy(layer.local[0]), _numpy(layer.global_[0]), _numpy(layer.packed[0])
     nb = local.shape[1]
     pool = max(1, math.ceil(nb / max_cells))
-    # where the answer's tokens looked: local neighbours + block 0 + pack slots
-    tok_blocks = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)  # (h, a, nb)
-    tok_blocks[..., 0] += _numpy(layer.global_[0])[:, q_blocks, rows].sum(-1)
     pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks (as the model gives it) or not
     h, s, n = pack.shape
     padded = pack
     if n != nb * block_size:  # a copy only then: at 8K tokens one is 25 MB
         padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
         padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
+    pack_reads = padded.reshape(h, s, nb, block_size).sum(-1)  # (h, s, nb)
+    block_map = _numpy(layer.block_map()[0])  # (h, nb, nb)
+    chosen = np.asarray(rollout_positions(positions), dtype=np.int64)
+    mixing = layer_mixing(
+        block_map=block_map, packed_blocks=packed_per_block(layer), pack_reads=pack_reads,
+        token_window=_token_blocks(local, global_, chosen, nb),
+        token_packed=packed[:, chosen // block_size, chosen % block_size], token_blocks=chosen // block_size,
+    )  # fmt: skip
     return LayerSummary(
         pool=pool,
-        block_map=pool_blocks(_numpy(layer.block_map()[0]), pool),
-        answer_blocks=tok_blocks,
-        answer_pack=_numpy(layer.packed[0])[:, q_blocks, rows],  # (h, a, s)
-        pack_reads=padded.reshape(h, s, nb, block_size).sum(-1),  # (h, s, nb)
+        block_map=pool_blocks(block_map, pool),
+        answer_blocks=_token_blocks(local, global_, positions, nb),
+        answer_pack=packed[:, positions // block_size, positions % block_size],  # (h, a, s)
+        pack_reads=pack_reads,
         head_metrics=head_metrics(layer, question_tokens=question_tokens, answer_positions=positions),
+        mixing=mixing,
     )
+
+
+def _token_blocks(local: np.ndarray, global_: np.ndarray, positions: np.ndarray, nb: int) -> np.ndarray:
+    """(h, a, nb): where the tokens at ``positions`` looked, per key block: their local neighbours and block 0."""
+    block_size = local.shape[2]
+    q_blocks, rows = positions // block_size, positions % block_size
+    out = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)
+    out[..., 0] += global_[:, q_blocks, rows].sum(-1)
+    return out
 
 
 def summarize_attention(
@@ -219,6 +248,15 @@ def summarize_attention(
     def stacked(name: str) -> np.ndarray:
         return np.stack([getattr(layer, name) for layer in layers]).astype(np.float16)
 
+    rollout = {}
+    if all(layer.mixing is not None for layer in layers):
+        rows, shares = attention_rollout([layer.mixing for layer in layers])
+        chosen = rollout_positions(positions)
+        names = ["[CLS]", "answer start", "answer end"][: len(chosen)]
+        labels = tuple(name if p == 0 else f"{name} “{text[token_offsets[p][0] : token_offsets[p][1]]}”"
+                       if token_offsets[p] else name for name, p in zip(names, chosen))
+        rollout = {"rollout": rows, "rollout_pack_share": shares, "rollout_tokens": labels}
+
     return AttentionSummary(
         block_size=block_size,
         n_tokens=n_tokens,
@@ -232,6 +270,8 @@ def summarize_attention(
         question_blocks=math.ceil(question_tokens / block_size),
         block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
         head_metrics={name: np.stack([layer.head_metrics[name] for layer in layers]) for name in METRICS},
+        block_spans=_block_spans(token_offsets, block_size, n_tokens),
+        **rollout,
     )
 
 
@@ -593,7 +633,8 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     title = f"Head atlas: {label}"
     values = np.asarray(values, dtype=np.float32)
     if np.isnan(values).all():
-        return _message_figure(title, "The window explored holds no answer span, so no head attends to one.")
+        return _message_figure(title, "The window explored holds no answer span, so no head attends to one."
+                               if metric == "answer" else "These attention weights do not say how their bias was made.")
     n_layers, n_heads = values.shape
     scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
     fig = go.Figure(go.Heatmap(
@@ -608,6 +649,54 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None)
     fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1 if n_layers <= 24 else None)
     return _layout(fig, title, height=360)
+
+
+def rollout_map(
+    rollout: np.ndarray,
+    pack_share: np.ndarray,
+    *,
+    token_labels: Sequence[str],
+    block_labels: Sequence[str],
+    block_size: int,
+    answer_block_range: tuple[int, int] | None = None,
+) -> go.Figure:
+    """Attention rollout through both routes (``app.rollout``): one panel per token followed.
+
+    ``rollout`` is (layers, tokens, blocks): where the token's final representation draws from in each layer's
+    input, layer 0 at the bottom being the embeddings; ``pack_share`` (layers, tokens) is the share of what each
+    layer's attention moved that went through the pack slots, drawn as bars beside the map.
+    """
+    title = "Rollout through both routes: where [CLS] and the answer draw from, layer by layer"
+    rollout = np.asarray(rollout, dtype=np.float32)
+    if rollout.size == 0:
+        return _message_figure(title, "Ask a question, then open the explorer to see this.")
+    n_layers, k, nb = rollout.shape
+    specs = [[{}, {}] for _ in range(k)] + [[{}, None]]
+    titles = [t for label in token_labels for t in (label, "via pack slots" if label == token_labels[0] else "")]
+    fig = make_subplots(
+        rows=k + 1, cols=2, specs=specs, shared_xaxes=True, column_widths=[0.84, 0.16], horizontal_spacing=0.03,
+        row_heights=[0.95 / k] * k + [0.05], vertical_spacing=0.06, subplot_titles=titles,
+    )  # fmt: skip
+    layers = list(range(n_layers))
+    for row, label in enumerate(token_labels, start=1):
+        fig.add_trace(_heatmap(
+            rollout[:, row - 1], np.arange(nb) * block_size, layers, showscale=row == 1,
+            colorbar={**_log_colorbar("share"), "len": 0.8},
+            hovertemplate=f"{label}<br>layer %{{y}}, tokens from %{{x}}<br>log10 share %{{z:.2f}}<extra></extra>",
+        ), row=row, col=1)  # fmt: skip
+        _outline_answer(fig, answer_block_range, block_size, block_size, row=row, col=1)
+        fig.add_trace(go.Bar(
+            x=np.round(pack_share[:, row - 1].astype(np.float32), 4), y=layers, orientation="h", showlegend=False,
+            marker={"color": "#9467bd"}, hovertemplate="layer %{y}: %{x:.1%} via the pack slots<extra></extra>",
+        ), row=row, col=2)  # fmt: skip
+        fig.update_yaxes(title_text="layer", dtick=1 if n_layers <= 24 else None, row=row, col=1)
+        fig.update_yaxes(showticklabels=False, row=row, col=2)
+        fig.update_xaxes(range=[0, 1], tickformat=".0%", row=row, col=2)
+    fig.add_trace(_text_strip(block_labels, block_size), row=k + 1, col=1)
+    fig.update_yaxes(visible=False, fixedrange=True, row=k + 1, col=1)
+    fig.update_xaxes(title_text="input position (tokens)", row=k + 1, col=1)
+    fig.update_annotations(font={"size": 11})
+    return _layout(fig, title, height=110 + 130 * k)
 
 
 def _ordinal(n: int) -> str:
@@ -700,14 +789,14 @@ _ATLAS = "Head atlas"
 
 
 def explorer_off(note: str) -> dict[str, go.Figure]:
-    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``)
-    as ``note``.
+    """Every explorer plot (``block_map``, ``answer``, ``pack``, ``curves``, ``slopes``, ``reading_map``, ``atlas``,
+    ``rollout``) as ``note``.
 
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
     titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
-              "reading_map": _READING_MAP, "atlas": _ATLAS}
+              "reading_map": _READING_MAP, "atlas": _ATLAS, "rollout": "Rollout through both routes"}
     return {key: _message_figure(title, note) for key, title in titles.items()}
 
 

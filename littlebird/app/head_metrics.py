@@ -9,7 +9,11 @@ Each metric is reduced from the layer's compact attention (``LittleBirdAttention
 - ``distance``: how far a query looks, the mean |key - query| in tokens over its token keys (the pack slots
   have no position: their share is left out and the rest renormalised);
 - ``entropy``: the entropy of the query's whole distribution (window, block 0 and pack slots), in nats:
-  0 for a head that reads one key, log(keys) for one that reads all alike.
+  0 for a head that reads one key, log(keys) for one that reads all alike;
+- ``prior``: how far the head's weights sit from its BiALiBi prior, KL(weights || prior) in nats, where the
+  prior is the softmax of the bias -[D_P; D] alone over the same keys (the weights a query would give with
+  zero content scores q.k): 0 for a head that only follows distance, large for one whose content overrides
+  it (NaN for a record without the bias it was made from).
 
 The key of column c in query block q's ``local`` row is token (q - 1) b + c and of its ``global_`` row token c
 (block 0), so every metric is a weighted sum over the compact tensors: no n x n matrix is formed. Query blocks
@@ -24,12 +28,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from littlebird.modeling_littlebird import build_block_geometry
+
 METRICS = {
     "pack": "share of attention to the pack slots",
     "question": "share of attention to the question block",
     "answer": "share of attention to the answer span",
     "distance": "mean attention distance (tokens)",
     "entropy": "attention entropy (nats)",
+    "prior": "KL divergence from the BiALiBi prior (nats)",
 }
 """Each metric's name and what its value means, in the order the atlas offers them."""
 
@@ -54,6 +61,7 @@ def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Seq
     row = torch.arange(b, device=device)
     local_distance = (column[None, :] - b - row[:, None]).abs().float()  # (b, 3b): |key - query|, any block
     totals = {name: torch.zeros(h, dtype=torch.float64, device=device) for name in METRICS}
+    prior = _PriorLogits.of(attentions)
     for first in range(0, nb, chunk_blocks):
         last = min(nb, first + chunk_blocks)
         blocks = torch.arange(first, last, device=device)
@@ -73,11 +81,51 @@ def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Seq
         entropy = -(torch.xlogy(window, window).sum(-1) + torch.xlogy(block0, block0).sum(-1)
                     + torch.xlogy(slots, slots).sum(-1))
         weight = valid[first:last].to(window.dtype)  # (m, b): padding queries count for nothing
-        for name, values in (("pack", pack_share), ("question", question), ("answer", on_answer),
-                             ("distance", distance), ("entropy", entropy)):
-            totals[name] += (values * weight).sum(dim=(1, 2)).double()
+        values = {"pack": pack_share, "question": question, "answer": on_answer, "distance": distance,
+                  "entropy": entropy}
+        if prior is not None:
+            # KL = sum p log p - sum p (logits - logsumexp(logits)), with sum p = 1: no log-softmax or joined weights
+            # are formed. Clamped, as rounding leaves it a hair below 0 where p = prior.
+            logits = prior.logits(first, last)  # (h, m, b, s + 4b): keys [C_P; block 0; window], as the weights
+            s = slots.shape[-1]
+            cross = ((slots * logits[..., :s]).sum(-1) + (block0 * logits[..., s : s + b]).sum(-1)
+                     + (window * logits[..., s + b :]).sum(-1))
+            # logsumexp by hand, 3x faster than torch's on CPU; masked keys (-1e4) clamped to -80 first, as exp's
+            # underflow path is 4x slower, and exp(-80) adds nothing to a sum of at least 1
+            peak = logits.amax(-1, keepdim=True)
+            normaliser = (logits - peak).clamp_(min=-80.0).exp_().sum(-1).log_() + peak[..., 0]
+            values["prior"] = (normaliser - entropy - cross).clamp(min=0)
+        for name, value in values.items():
+            totals[name] += (value * weight).sum(dim=(1, 2)).double()
     count = max(float(valid.sum()), 1.0)
     out = {name: (total / count).float().cpu().numpy() for name, total in totals.items()}
     if len(answer_positions) == 0:
         out["answer"] = np.full(h, np.nan, dtype=np.float32)
+    if prior is None:
+        out["prior"] = np.full(h, np.nan, dtype=np.float32)
     return out
+
+
+class _PriorLogits:
+    """The BiALiBi prior of one layer's queries: the model's own bias terms (``BlockGeometry.bias_terms``, keys
+    [C_P; block 0; blocks q-1, q, q+1]) times the layer's coefficients, as ``BiALiBi.window_bias`` forms them."""
+
+    def __init__(self, geometry: Any, coefficients: torch.Tensor, pack_size: int):
+        self.geometry, self.coefficients, self.pack_size = geometry, coefficients, pack_size
+
+    @classmethod
+    def of(cls, attentions: Any) -> "_PriorLogits | None":
+        """The prior of batch row 0 of ``attentions``; None when the record does not say how its bias was made."""
+        positions = getattr(attentions, "position_ids", None)
+        coefficients = getattr(attentions, "bias_coefficients", None)
+        if positions is None or coefficients is None:
+            return None
+        valid = attentions.query_valid[:1].reshape(1, -1).to(positions.device)
+        geometry = build_block_geometry(positions[:1], valid, attentions.local.shape[-2], torch.float32)
+        return cls(geometry, coefficients.float(), attentions.packed.shape[-1])
+
+    def logits(self, first: int, last: int) -> torch.Tensor:
+        """The prior's logits -[D_P; D] + mask (h, m, b, s + 4b) for query blocks [first, last)."""
+        terms = self.geometry.bias_terms(self.pack_size, first, last)[0].float()  # (4, m, b, K)
+        _, m, b, K = terms.shape
+        return torch.matmul(self.coefficients.to(terms.device), terms.reshape(4, -1)).view(-1, m, b, K)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from littlebird.app.clean import Document
@@ -62,29 +63,40 @@ def n_best_table(rows: list[list[Any]]) -> str:
 
 
 def highlight_document(text: str, result: QAResult | None) -> str:
-    """``text`` as escaped HTML with the best answer marked and the other n-best lighter.
+    """``text`` as escaped HTML with the best answer marked and the other n-best lighter (:func:`highlight_answers`)."""
+    answers = result.answers if result is not None else []
+    return highlight_answers(text, answers, no_answer=result is not None and result.no_answer)
+
+
+def highlight_answers(text: str, answers: Sequence[Any], *, no_answer: bool = False,
+                      tints: Sequence[tuple[int, int, str]] = ()) -> str:
+    """``text`` as escaped HTML with the best of ``answers`` (n-best, best first) marked, weakly when
+    ``no_answer``, and the others lighter; each ``tints`` span (start, end, note) is tinted by its place in
+    the list (``lb-tint-1`` the strongest), with ``note`` as its hover text.
 
     Overlapping answers are painted by rank: each character takes the best rank that
     covers it. The best answer's first piece gets ``id="lb-answer"``, which the page
     scrolls to. Nothing from the document is ever interpreted as HTML.
     """
-    answers = result.answers if result is not None else []
-    bounds = sorted({0, len(text), *(p for a in answers for p in (a.start, a.end) if 0 <= p <= len(text))})
+    edges = [p for a in answers for p in (a.start, a.end)] + [p for start, end, _ in tints for p in (start, end)]
+    bounds = sorted({0, len(text), *(p for p in edges if 0 <= p <= len(text))})
     pieces, anchored = [], False
-    best_class = "lb-best-weak" if result is not None and result.no_answer else "lb-best"
+    best_class = "lb-best-weak" if no_answer else "lb-best"
     for start, end in itertools.pairwise(bounds):
         chunk = html.escape(text[start:end])
         ranks = [r for r, a in enumerate(answers) if a.start <= start and end <= a.end]
-        if not ranks:
-            pieces.append(chunk)
-            continue
-        rank = min(ranks)
-        answer = answers[rank]
-        css = best_class if rank == 0 else "lb-alt"
-        anchor = ' id="lb-answer"' if rank == 0 and not anchored else ""
-        anchored = anchored or rank == 0
-        tip = html.escape(f"#{rank + 1} · {answer.probability:.0%}", quote=True)
-        pieces.append(f'<mark class="{css}"{anchor} title="{tip}">{chunk}</mark>')
+        if ranks:
+            rank = min(ranks)
+            answer = answers[rank]
+            css = best_class if rank == 0 else "lb-alt"
+            anchor = ' id="lb-answer"' if rank == 0 and not anchored else ""
+            anchored = anchored or rank == 0
+            tip = html.escape(f"#{rank + 1} · {answer.probability:.0%}", quote=True)
+            chunk = f'<mark class="{css}"{anchor} title="{tip}">{chunk}</mark>'
+        tinted = next((i for i, (first, last, _) in enumerate(tints) if first <= start and end <= last), None)
+        if tinted is not None:
+            chunk = f'<span class="lb-tint lb-tint-{tinted + 1}" title="{html.escape(tints[tinted][2], quote=True)}">{chunk}</span>'
+        pieces.append(chunk)
     return f'<div class="lb-doc" lang="{_lang(text)}">{"".join(pieces)}</div>'
 
 

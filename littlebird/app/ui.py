@@ -31,7 +31,7 @@ from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import choose_example, load_examples
 from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
-                                     slopes_figure)
+                                     rollout_document, rollout_figure, slopes_figure)
 from littlebird.app.explorer_file import export_view
 from littlebird.app.token_view import token_message
 from littlebird.app.head_metrics import METRICS
@@ -49,6 +49,9 @@ _DOCUMENT_CSS = """
 .lb-doc .lb-best { background: #ffc94d; box-shadow: 0 0 0 2px #e0a000; }
 .lb-doc .lb-best-weak { background: #ffe8a8; outline: 1px dashed #c08a00; }
 .lb-doc .lb-alt { background: #fff1c9; }
+.lb-doc .lb-tint { border-radius: 3px; background: rgba(31, 119, 180, .14); }
+.lb-doc .lb-tint-1 { background: rgba(31, 119, 180, .34); } .lb-doc .lb-tint-2 { background: rgba(31, 119, 180, .27); }
+.lb-doc .lb-tint-3 { background: rgba(31, 119, 180, .21); }
 .lb-empty { color: var(--body-text-color-subdued); padding: 12px 16px; }
 """
 
@@ -184,8 +187,10 @@ def build_demo(
                 "best answer's window, or the one picked under the map. Opening the explorer runs that window again "
                 "to collect its attention. Colours are log-scaled weights. "
                 "Hover the grey strip under a plot to see which text a block holds. The head atlas gives one number "
-                "per layer and head of the window (pick a metric); its menu moves the sliders to a head. The token view "
-                "splits each score of one token (pick it by position) into its content and BiALiBi terms."
+                "per layer and head of the window (pick a metric); its menu moves the sliders to a head. The rollout "
+                "follows [CLS] and the answer's first and last tokens down the layers, through the window and the "
+                "pack slots, with the residual; the document tints the blocks the answer draws most from. The token "
+                "view splits each score of one token (pick it by position) into its content and BiALiBi terms."
             )
             reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
             aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
@@ -220,6 +225,7 @@ def build_demo(
                     atlas_cell_menu = gr.Dropdown(choices=[], value=None, label="Show a head of the atlas",
                                                   info="highest first", elem_id="lb-atlas-cell")
                 atlas_plot = gr.Plot(empty_plots["atlas"], label="Head atlas", elem_id="lb-head-atlas", scale=3)
+            rollout_plot = gr.Plot(rollout_figure(None, loaded), label="Rollout", elem_id="lb-rollout")
             with gr.Row():
                 slopes_plot = gr.Plot(slopes_figure(loaded), label="BiALiBi slopes", elem_id="lb-plot-slopes")
                 curves_plot = gr.Plot(empty_plots["curves"], label="BiALiBi curves", elem_id="lb-plot-curves")
@@ -274,16 +280,17 @@ def build_demo(
             def on_explain(target, summary, is_open, layer, head, metric):
                 """The attention of the target's window, computed once per target and only while the explorer is open."""
                 if not is_open or target is None or summary is not None:
-                    return (gr.skip(),) * 9
+                    return (gr.skip(),) * 11
                 summary, plots, _ = explain(target, layer=int(layer), head=int(head), metric=metric)
                 keys, token_figure = explain_token(target, layer=int(layer), head=int(head))
                 tokens = gr.Slider(maximum=keys.n_tokens - 1, value=keys.token) if keys else gr.Slider(maximum=1, value=0)
                 return (summary, plots["block_map"], plots["answer"], plots["pack"], plots["curves"], plots["atlas"],
-                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None), tokens, token_figure)
+                        gr.Dropdown(choices=atlas_cells(summary, metric), value=None), tokens, token_figure,
+                        plots["rollout"], rollout_document(target, summary))
 
             explain_inputs = [explorer_target, summary, explorer_open, layer, head, metric]
             explain_outputs = [summary, block_map, answer_plot, pack_plot, curves_plot, atlas_plot, atlas_cell_menu,
-                               token, token_plot]
+                               token, token_plot, rollout_plot, document]
             explorer_box.expand(lambda: True, None, explorer_open, api_visibility="private", queue=False).then(
                 on_explain, explain_inputs, explain_outputs, api_visibility="private", show_progress="minimal",
                 **model_events,
@@ -329,12 +336,14 @@ def build_demo(
                     slopes_figure(new), None, plots["block_map"], plots["answer"], plots["pack"], plots["curves"],
                     None, reading_map_figure(None, new.checkpoint), gr.Dropdown(choices=[], value=None), plots["atlas"],
                     gr.Dropdown(choices=[], value=None), token_message("Ask a question, then open the explorer to see this."),
+                    rollout_figure(None, new),
                 )  # fmt: skip
 
             load_button.click(
                 on_load, checkpoint_box,
                 [active_checkpoint, checkpoint_status, warning, layer, head, slopes_plot, summary, block_map, answer_plot,
-                 pack_plot, curves_plot, explorer_target, reading_map, aim, atlas_plot, atlas_cell_menu, token_plot],
+                 pack_plot, curves_plot, explorer_target, reading_map, aim, atlas_plot, atlas_cell_menu, token_plot,
+                 rollout_plot],
                 api_visibility="private", **model_events,
             )  # fmt: skip
 

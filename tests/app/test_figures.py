@@ -231,8 +231,9 @@ def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches
     one = figures.summarize_window(streamed, text=text, answer_span=answer_span, block_size=64)
     other = figures.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
     assert one.answer_tokens == other.answer_tokens and one.answer_tokens
-    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
         np.testing.assert_array_equal(getattr(one, name), getattr(other, name), err_msg=name)
+    assert one.rollout.shape == (2, 3, math.ceil(one.n_tokens / 64)) and one.rollout_tokens == other.rollout_tokens
     assert set(one.head_metrics) == set(METRICS) and one.head_metrics["pack"].shape == (2, 4)
     for name in METRICS:
         np.testing.assert_array_equal(one.head_metrics[name], other.head_metrics[name], err_msg=name)

@@ -10,6 +10,7 @@ import torch
 
 from littlebird import LittleBirdAttentions
 from littlebird.app.head_metrics import METRICS, head_metrics
+from littlebird.reference import bialibi_matrix, window_allowed
 from tests.app.test_figures import fake_layer
 from tests.littlebird_factories import tiny_qa_model
 
@@ -37,11 +38,29 @@ def test_a_hand_made_attention_gives_the_hand_computed_metrics():
     assert metrics["answer"][0] == pytest.approx(1 / 6)
     assert metrics["distance"][0] == pytest.approx((4 / 3 + 3 / 2) / 6)
     assert metrics["entropy"][0] == pytest.approx(2.5 * math.log(2) / 6, rel=1e-6)
+    assert np.isnan(metrics["prior"][0])  # a record made by hand does not say how its bias was made
     assert np.isnan(head_metrics(layer, question_tokens=2, answer_positions=[])["answer"][0])  # no answer here
 
 
+def dense_prior_divergence(layer: LittleBirdAttentions, bialibi, n_queries: int) -> torch.Tensor:
+    """KL(weights || softmax(-[D_P; D])) per head from the dense weights and the paper's D (``littlebird.reference``),
+    the window pattern written as a mask, averaged over the first ``n_queries`` queries."""
+    b, s = layer.block_size, layer.packed.shape[-1]
+    dense = layer.to_dense(layer.local.shape[2] * b)[0].double()  # (h, n, n), n padded to blocks
+    h, n, _ = dense.shape
+    packed = layer.packed[0].reshape(h, n, s).double()
+    allowed = window_allowed(n, b) & layer.query_valid.reshape(1, n)  # (n, n): keys a query may see
+    tokens = (-bialibi_matrix(torch.arange(n)[None], bialibi)[0].double()).masked_fill(~allowed, float("-inf"))
+    pack = (-(bialibi.beta + bialibi.gamma) / 2 * b).double().view(h, 1, 1).expand(h, n, s)  # -D_P
+    log_prior = torch.log_softmax(torch.cat([pack, tokens], dim=-1), dim=-1)
+    weights = torch.cat([packed, dense], dim=-1)
+    kl = torch.xlogy(weights, weights) - torch.where(weights > 0, weights * log_prior, torch.zeros(()).double())
+    return kl.sum(-1)[:, :n_queries].mean(-1)
+
+
 def dense_reference(layer: LittleBirdAttentions, question_tokens: int, answer_positions, n_queries: int) -> dict:
-    """The metrics from the dense (h, n, n) token weights and the packed ones, over the first ``n_queries`` queries."""
+    """The metrics from the dense (h, n, n) token weights and the packed ones, over the first ``n_queries`` queries
+    (all but ``prior``, which needs the layer's BiALiBi: :func:`dense_prior_divergence`)."""
     dense = layer.to_dense()[0].double()  # (h, n, n)
     h, n, _ = dense.shape
     dense = dense[:, :n_queries]
@@ -61,7 +80,7 @@ def test_random_attentions_match_the_dense_reference_and_the_shares_add_up():
     layer = fake_layer(n, heads=3, seed=4)
     metrics = head_metrics(layer, question_tokens=11, answer_positions=[33, 34, 35], chunk_blocks=4)
     expected = dense_reference(layer, 11, [33, 34, 35], n)
-    for name in METRICS:
+    for name in expected:
         np.testing.assert_allclose(metrics[name], expected[name].numpy(), rtol=1e-5, err_msg=name)
     # the pack share and the share to every token key make one
     every_token = head_metrics(layer, question_tokens=9 * b, answer_positions=[], chunk_blocks=4)
@@ -75,8 +94,32 @@ def test_a_tiny_models_attention_matches_the_dense_reference():
     ids = torch.randint(5, 300, (1, n), generator=torch.Generator().manual_seed(0))
     with torch.inference_mode():
         layers = model(input_ids=ids, output_attentions=True).attentions
-    for layer in layers:
+    with torch.no_grad():  # content that matters: the weights then sit well away from the prior
+        for module in model.littlebird.encoder.layer:
+            module.attention.query.weight.mul_(20)
+    with torch.inference_mode():
+        layers = model(input_ids=ids, output_attentions=True).attentions
+    for layer, module in zip(layers, model.littlebird.encoder.layer):
         metrics = head_metrics(layer, question_tokens=20, answer_positions=[100, 101], chunk_blocks=3)
         expected = dense_reference(layer, 20, [100, 101], n)
+        with torch.no_grad():
+            expected["prior"] = dense_prior_divergence(layer, module.bialibi, n)
+        assert set(expected) == set(METRICS)
         for name in METRICS:
             np.testing.assert_allclose(metrics[name], expected[name].numpy(), rtol=2e-5, atol=1e-6, err_msg=name)
+        assert (metrics["prior"] > 1e-3).all()
+
+
+def test_a_head_whose_content_scores_are_zero_sits_on_its_prior():
+    """With the unpack attention's queries zeroed, q.k = 0: the weights are softmax(-[D_P; D]), the prior itself."""
+    model = tiny_qa_model(2, block_size=16, pack_size=8)
+    with torch.no_grad():
+        for module in model.littlebird.encoder.layer:
+            module.attention.query.weight.zero_()
+            module.attention.query.bias.zero_()
+    ids = torch.randint(5, 300, (1, 90), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        layers = model(input_ids=ids, output_attentions=True).attentions
+    for layer in layers:
+        prior = head_metrics(layer, question_tokens=10, answer_positions=[], chunk_blocks=2)["prior"]
+        assert prior.shape == (4,) and np.all(prior >= 0) and np.all(prior < 1e-6)

@@ -91,6 +91,19 @@ def test_highlight_escapes_the_document_and_marks_answers_by_rank():
     assert '<mark class="lb-alt" title="#2 · 50%">, alternatives nearby</mark>' in rendered
 
 
+def test_highlight_tints_spans_around_the_answer_marks():
+    text = "One block of text. Another block, with the answer inside it. A third."
+    best = (text.index("the answer"), text.index(" inside"))
+    second = (text.index("Another"), text.index(" A third"))
+    rendered = payloads.highlight_answers(text, make_result([best], text).answers,
+                                          tints=[(second[0], second[1], "rollout #1: 40%"), (0, 18, "<#2>")])
+    assert rendered.count('id="lb-answer"') == 1
+    assert ('<span class="lb-tint lb-tint-1" title="rollout #1: 40%"><mark class="lb-best" id="lb-answer" '
+            'title="#1 · 100%">the answer</mark></span>') in rendered
+    assert '<span class="lb-tint lb-tint-2" title="&lt;#2&gt;">One block of text.</span>' in rendered
+    assert rendered.count("lb-tint-1") == 3  # before, on and after the answer
+
+
 def test_highlight_without_answers_and_with_a_weak_best():
     text = "Nothing <b>to</b> see."
     assert payloads.highlight_document(text, None) == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
@@ -191,8 +204,13 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     summary, plots, seconds = asking.explain(view.explorer, layer=1, head=3)
     assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4 and seconds > 0
     assert summary.answer_tokens  # the best answer's tokens were found in the window
-    assert set(plots) == {"block_map", "answer", "pack", "curves", "atlas"}
+    assert set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
     assert "layer 1 head 3" in plots["block_map"].layout.title.text
+    assert len(plots["rollout"].data) == 2 * len(summary.rollout_tokens) + 1  # a map and bars per token, the strip
+    # the document view, redrawn with the rollout's top blocks tinted around the answer marks
+    tinted = explorer.rollout_document(view.explorer, summary)
+    assert 'id="lb-answer"' in tinted and 'class="lb-tint lb-tint-1" title="rollout #1: ' in tinted
+    assert explorer.rollout_document(view.explorer, None) == view.document_html
 
 
 def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
@@ -466,9 +484,11 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
     assert path.suffix == ".npz" and path.name == "littlebird-explorer-window0-layer1-head2.npz"
     arrays, metadata = read_explorer_file(path)
     assert set(arrays) == set(ARRAYS) == set(metadata["arrays"]) and metadata["token"] is None
-    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"):
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
         np.testing.assert_array_equal(arrays[name], getattr(summary, name))
     np.testing.assert_array_equal(arrays["metric_entropy"], summary.head_metrics["entropy"])
+    np.testing.assert_array_equal(arrays["metric_prior"], summary.head_metrics["prior"])
+    assert tuple(arrays["rollout_tokens"]) == summary.rollout_tokens and arrays["rollout"].shape[:2] == (2, 3)
     assert tuple(arrays["block_labels"]) == summary.block_labels and tuple(arrays["answer_tokens"]) == summary.answer_tokens
     best = view.result.answers[0]
     assert metadata["question"] == "Where was Jikji printed?" and metadata["checkpoint"] == TEST_MODEL

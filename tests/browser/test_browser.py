@@ -170,6 +170,19 @@ def test_the_explorer_of_a_long_document(page, tmp_path):
     paste_and_ask(page, long_document(3_000), "Where was Jikji printed?")
     open_explorer(page)
 
+    # the rollout: per token followed, a layers x blocks map with data and the pack route's share per layer;
+    # the document tints the blocks the answer draws most from
+    page.locator("#lb-rollout .heatmaplayer image, #lb-rollout .hm image").first.wait_for(timeout=30_000)
+    maps = page.evaluate("""() => document.querySelector('#lb-rollout .js-plotly-plot')._fullData
+        .filter(t => t.type === 'heatmap').map(t => [t.z.length, t.z[0].length, Math.max(...t.z.map(r => Math.max(...r)))])""")
+    assert len(maps) == 3 and all(rows == 2 and blocks >= 4 and -1 < peak <= 0 for rows, blocks, peak in maps)  # log10
+    shares = page.evaluate("""() => document.querySelector('#lb-rollout .js-plotly-plot')._fullData
+        .filter(t => t.type === 'bar').map(t => Array.from(t.x))""")
+    assert len(shares) == 3 and all(len(bars) == 2 and all(0 <= x <= 1 for x in bars) for bars in shares)
+    tints = page.locator("#lb-document .lb-tint")
+    assert tints.count() >= 5 and tints.first.get_attribute("title").startswith("rollout #")
+    assert page.locator("#lb-document .lb-tint-1").count() >= 1 and page.locator("#lb-answer").count() == 1
+
     # the reading map: one bar per window of the document, and the menu to aim the explorer with
     windows = page.evaluate("() => document.querySelector('#lb-reading-map .js-plotly-plot').data[0].x.length")
     assert windows >= 3

@@ -181,10 +181,10 @@ def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
     assert target.document_start == view.result.window_token_spans[best.window][0]
     assert target.answer_span == (best.start, best.end)
     summary, plots, seconds = asking.explain(target, layer=1, head=0)
-    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas"} and seconds > 0
+    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"} and seconds > 0
     assert summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1  # the answer's tokens were found in the window
     empty, plots, _ = asking.explain(None)
-    assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas"}
+    assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
 
 
 # ---- the long dev file ----------------------------------------------------------------------
