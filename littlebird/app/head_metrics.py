@@ -19,7 +19,7 @@ Each is an average over queries, so it is estimated on a fixed sample of the lay
 of a window up to :data:`SAMPLED_BLOCKS` blocks (1,024 tokens at b = 64), else that many spread evenly over the
 window (:func:`sampled_blocks`), the same for every layer and head, so the atlas compares like with like. At 8K
 tokens that reads one block in eight: with the shipped checkpoint the median head is within 1-2% of the full
-average and nine in ten within 5-10% (shares within 0.03 of it), and the layer's metrics cost ~35 ms, not ~0.3 s.
+average and nine in ten within 5-10% (shares within 0.04 of it), and the layer's metrics cost ~25 ms, not ~0.3 s.
 
 The key of column c in query block q's ``local`` row is token (q - 1) b + c and of its ``global_`` row token c
 (block 0), so every metric is a weighted sum over the compact tensors: no n x n matrix is formed. The sampled
