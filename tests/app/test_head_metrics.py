@@ -1,4 +1,6 @@
-"""The head atlas's metrics: a hand-made attention worked by hand, random ones and a tiny model's against a dense reference."""
+"""The head atlas's metrics: a hand-made attention worked by hand, random ones and a tiny model's against a dense
+reference (windows of at most ``SAMPLED_BLOCKS`` blocks, which the metrics read whole), and the sampled blocks of a
+longer window against all of them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 import torch
 
 from littlebird import LittleBirdAttentions
-from littlebird.app.head_metrics import METRICS, head_metrics
+from littlebird.app.head_metrics import METRICS, SAMPLED_BLOCKS, SHARES, head_metrics, sampled_blocks
 from littlebird.reference import bialibi_matrix, window_allowed
 from tests.app.test_figures import fake_layer
 from tests.littlebird_factories import tiny_qa_model
@@ -99,6 +101,7 @@ def test_a_tiny_models_attention_matches_the_dense_reference():
             module.attention.query.weight.mul_(20)
     with torch.inference_mode():
         layers = model(input_ids=ids, output_attentions=True).attentions
+    assert layers[0].local.shape[2] <= SAMPLED_BLOCKS  # so the metrics read every block, as the reference does
     for layer, module in zip(layers, model.littlebird.encoder.layer):
         metrics = head_metrics(layer, question_tokens=20, answer_positions=[100, 101], chunk_blocks=3)
         expected = dense_reference(layer, 20, [100, 101], n)
@@ -123,3 +126,35 @@ def test_a_head_whose_content_scores_are_zero_sits_on_its_prior():
     for layer in layers:
         prior = head_metrics(layer, question_tokens=10, answer_positions=[], chunk_blocks=2)["prior"]
         assert prior.shape == (4,) and np.all(prior >= 0) and np.all(prior < 1e-6)
+
+
+def test_the_sampled_blocks_are_every_block_of_a_short_window_else_evenly_spread():
+    assert sampled_blocks(10).tolist() == list(range(10)) and sampled_blocks(SAMPLED_BLOCKS).numel() == SAMPLED_BLOCKS
+    assert sampled_blocks(200, None).tolist() == list(range(200))
+    for nb in (17, 48, 128, 257):
+        blocks = sampled_blocks(nb).tolist()
+        assert len(blocks) == SAMPLED_BLOCKS and blocks == sorted(set(blocks)) and 0 <= blocks[0] and blocks[-1] < nb
+        gaps = np.diff(blocks)  # each sampled block stands for an equal run of the window, the ends' too
+        assert gaps.max() - gaps.min() <= 1 and blocks[0] <= nb / SAMPLED_BLOCKS and nb - 1 - blocks[-1] <= nb / SAMPLED_BLOCKS
+
+
+def test_a_longer_windows_sampled_metrics_are_close_to_the_average_over_every_block():
+    """48 blocks, 16 of them read: the shares within 0.03 of the full average, the rest within 10%."""
+    model = tiny_qa_model(1, block_size=16, pack_size=8)
+    n = 48 * 16 - 5
+    ids = torch.randint(5, 300, (1, n), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        for module in model.littlebird.encoder.layer:
+            module.attention.query.weight.mul_(8)
+    with torch.inference_mode():
+        layers = model(input_ids=ids, output_attentions=True).attentions
+    for layer in layers:
+        kwargs = {"question_tokens": 20, "answer_positions": list(range(400, 404))}
+        sampled = head_metrics(layer, **kwargs)
+        full = head_metrics(layer, sample_blocks=None, **kwargs)
+        for name in METRICS:
+            if name in SHARES:
+                np.testing.assert_allclose(sampled[name], full[name], atol=0.03, err_msg=name)
+            else:
+                np.testing.assert_allclose(sampled[name], full[name], rtol=0.1, err_msg=name)
+        assert not np.allclose(sampled["entropy"], full["entropy"], rtol=1e-6)  # a sample, not every block

@@ -1,5 +1,5 @@
-"""In real headless Chromium: a pasted 100K-token document is answered, and the card says how much was read;
-the attention explorer is drawn only once it is opened."""
+"""In real headless Chromium: a pasted 100K-token document is answered, the card says how much was read, and
+each view of the attention explorer works on it; the explorer is drawn only once it is opened."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import re
 import pytest
 
 from littlebird.reader import DEFAULT_MAX_WINDOWS
-from tests.browser.test_browser import CHROMIUM, browser, page, paste_and_ask, shown_document, wait_for_new_answer  # noqa: F401
+from littlebird.app.explorer_file import read_explorer_file
+from tests.browser.test_browser import (CHROMIUM, browser, open_explorer, page, paste_and_ask, shown_document,  # noqa: F401
+                                        wait_for_new_answer)
 from tests.ui_support import long_document
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
@@ -25,7 +27,16 @@ def paste_large(page, text: str) -> None:
     page.wait_for_function("n => document.querySelector('#lb-paste textarea').value.length === n", arg=len(text))
 
 
-def test_a_100k_token_paste_is_answered_with_a_read_n_of_m_note(page):
+def plot_data(page, elem_id: str) -> list:
+    """The plotly traces drawn in ``elem_id``'s plot: (type, name, z or y) each, numbers as lists."""
+    return page.evaluate(
+        """id => document.querySelector(`#${id} .js-plotly-plot`)._fullData.map(t => [t.type, t.name ?? '',
+               t.type === 'heatmap' ? Array.from(t.z, row => Array.from(row)) : Array.from(t.y ?? [])])""",
+        elem_id,
+    )
+
+
+def test_a_100k_token_paste_is_answered_with_a_read_n_of_m_note_and_explored(page, tmp_path):
     document = long_document(100_000)
     assert len(document) > 300_000
     paste_large(page, document)
@@ -62,3 +73,45 @@ def test_the_explorer_is_drawn_when_opened_not_with_the_answer(page):
         " return p && p.innerHTML !== before && (p.querySelector('.gtitle')?.textContent ?? '').includes('layer'); }",
         arg=before, timeout=60_000,
     )
+
+    # the explorer on that document: the reading map has a mark per window, the windows read among them
+    open_explorer(page)
+    windows = page.evaluate("() => document.querySelector('#lb-reading-map .js-plotly-plot').data[0].x.length")
+    seen = page.evaluate("() => document.querySelector('#lb-reading-map .js-plotly-plot').data[1].x.length")
+    assert windows == planned and seen == read
+
+    # aimed at another window the model read: drawn again, and the map shades it
+    shaded = "() => document.querySelector('#lb-reading-map .js-plotly-plot').layout.shapes[0].x0"
+    shown = int(page.evaluate(shaded) + 0.5)  # the best answer's window
+    page.locator("#lb-aim input").click()
+    options = [o.split("\n")[-1] for o in page.get_by_role("option").all_inner_texts()]
+    assert sum(o.startswith("window ") for o in options) == planned
+    other = next(o for o in options if o.startswith("window ") and "· read " in o and int(o.split()[1]) != shown)
+    index = int(other.split()[1])
+    before = page.evaluate("() => document.querySelector('#lb-plot-blocks .js-plotly-plot')?.innerHTML ?? ''")
+    page.get_by_role("option", name=other, exact=True).click()
+    page.wait_for_function(
+        "before => { const p = document.querySelector('#lb-plot-blocks .js-plotly-plot');"
+        " const busy = document.querySelectorAll('[data-testid=\"status-tracker\"]:not(.hide)').length;"
+        " return p && p.innerHTML !== before && busy === 0; }", arg=before, timeout=90_000,
+    )
+    assert page.evaluate(shaded) == index - 0.5
+
+    # the head atlas, the rollout and the token view of that window hold data
+    (kind, _, atlas), *_ = plot_data(page, "lb-head-atlas")
+    assert kind == "heatmap" and len(atlas) == 2 and len(atlas[0]) == 4 and all(0 <= v <= 1 for r in atlas for v in r)
+    maps = [z for kind, _, z in plot_data(page, "lb-rollout") if kind == "heatmap"]
+    assert maps and all(len(z) == 2 and len(z[0]) >= 4 and max(map(max, z)) > -1 for z in maps)
+    weights = next(y for _, name, y in plot_data(page, "lb-token-view") if name == "weight")
+    assert len(weights) > 64 and abs(sum(weights) - 1) < 1e-3
+
+    # the export of that view
+    page.locator("#lb-export-button").click()
+    link = page.locator("#lb-export a[download]").first
+    link.wait_for(timeout=30_000)
+    with page.expect_download() as download:
+        link.click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    arrays, metadata = read_explorer_file(saved)
+    assert arrays["block_maps"].shape[:2] == (2, 4) and metadata["window"]["index"] == index
