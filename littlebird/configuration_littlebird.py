@@ -19,10 +19,6 @@ class LittleBirdConfig(PreTrainedConfig):
       chunks of about this many tokens, which bounds the memory of its temporaries.
     - QA head: ``max_answer_length`` and ``top_k_starts`` are the decoding defaults;
       ``question_token_id`` is the id of the paper's ``[QUESTION]`` token.
-    - ``screen_layers``: where set, the model has a screen head: an answerable classifier on the
-      [CLS] state after the first ``screen_layers`` layers. The reader screens a long document's
-      windows with it and runs the remaining layers only on the likeliest ones (see
-      :meth:`LittleBirdForQuestionAnswering.screen`). None: no screen head.
 
     As transformers' configs do, this one takes any values; the model checks that they fit together
     (heads dividing the hidden size, positive block and pack sizes, a known backend) when it is built,
@@ -61,7 +57,6 @@ class LittleBirdConfig(PreTrainedConfig):
         question_token_id=None,
         source_layers=None,
         word_embeddings_source=None,
-        screen_layers=None,
         pad_token_id=1,
         bos_token_id=0,
         eos_token_id=2,
@@ -90,4 +85,3 @@ class LittleBirdConfig(PreTrainedConfig):
         self.question_token_id = question_token_id
         self.source_layers = None if source_layers is None else list(source_layers)
         self.word_embeddings_source = word_embeddings_source
-        self.screen_layers = screen_layers

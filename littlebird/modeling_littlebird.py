@@ -498,10 +498,6 @@ def check_config(config: LittleBirdConfig) -> None:
                          f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions")
     if config.block_size < 1 or config.pack_size < 1:
         raise ValueError(f"block_size and pack_size must be >= 1, got {config.block_size} and {config.pack_size}")
-    screen = getattr(config, "screen_layers", None)
-    if screen is not None and not 1 <= screen < config.num_hidden_layers:
-        raise ValueError(f"screen_layers must be None or between 1 and num_hidden_layers - 1 "
-                         f"({config.num_hidden_layers - 1}), got {screen}: the screen reads the first layers only")
     attention_backend(config.attention_backend)
 
 
@@ -651,13 +647,6 @@ class LittleBirdEncoder(nn.Module):
     def initial_pack(self, x):
         """P of the first layer: the s learned vectors, for each of x's B rows -> (B, s, H)."""
         return self.pack_embeddings.unsqueeze(0).expand(x.shape[0], -1, -1).to(x.dtype)
-
-    def run_layers(self, x, p, geometry, first: int, last: int):
-        """(X, P) after layers [first, last), without attentions or hidden states: the two halves of a
-        screened reading (:meth:`LittleBirdForQuestionAnswering.screen`)."""
-        for layer in self.layer[first:last]:
-            x, p, _ = layer(x, p, geometry)
-        return x, p
 
     def forward(self, x, geometry, output_attentions=False, output_hidden_states=False, length=None):
         """x (B, nb * b, H) -> (x', hidden states, attentions). Hidden states cover the first ``length``
@@ -894,35 +883,6 @@ class LittleBirdQAHead(nn.Module):
         return self.end(self.end_activation(start_part.unsqueeze(2) + end_part)).squeeze(-1)  # (B, k, L)
 
 
-class LittleBirdScreenHead(nn.Module):
-    """An answerable classifier on [CLS] after the first ``config.screen_layers`` layers: the answerable head's
-    shape (Linear, GELU, Linear), trained on its own while the layers stay as they are
-    (:mod:`littlebird.training.screen`)."""
-
-    def __init__(self, config: LittleBirdConfig):
-        super().__init__()
-        H = config.hidden_size
-        self.dense = nn.Linear(H, H)
-        self.activation = nn.GELU()
-        self.answerable = nn.Linear(H, 1)
-
-    def forward(self, hidden):
-        return self.answerable(self.activation(self.dense(hidden[:, 0]))).squeeze(-1)  # (B,)
-
-
-@dataclass
-class LowerLayers:
-    """A batch of windows after the first layers: what :meth:`LittleBirdForQuestionAnswering.finish` continues
-    from. ``hidden`` (B, nb * b, H) and ``pack`` (B, s, H) are X and P after the first ``layers`` layers."""
-
-    hidden: torch.Tensor
-    pack: torch.Tensor
-    geometry: BlockGeometry
-    length: int  # n, the input length before padding to blocks
-    attention_mask: torch.Tensor  # (B, n)
-    layers: int
-
-
 class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
     """LittleBird with the extractive QA head of appendix A.2.
 
@@ -937,33 +897,7 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         super().__init__(config)
         self.littlebird = LittleBirdModel(config)
         self.qa_head = LittleBirdQAHead(config)
-        self.screen_head = None if config.screen_layers is None else LittleBirdScreenHead(config)
         self.post_init()
-
-    def screen(self, input_ids, attention_mask=None) -> tuple[LowerLayers, torch.Tensor]:
-        """The first ``config.screen_layers`` layers of windows (B, n) and the screen head's answerable logits (B,).
-
-        A cascade for long documents: screen every window, then :meth:`finish` only the likeliest, reusing
-        the first layers' outputs. ``finish(screen(x)[0])`` gives what ``forward(x)`` gives.
-        """
-        if self.screen_head is None:
-            raise ValueError("this model has no screen head (config.screen_layers is None): read with forward()")
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        base = self.littlebird
-        x, geometry, n = base.prepare(input_ids, attention_mask)
-        layers = self.config.screen_layers
-        x, p = base.encoder.run_layers(x, base.encoder.initial_pack(x), geometry, 0, layers)
-        return LowerLayers(x, p, geometry, n, attention_mask, layers), self.screen_head(x)
-
-    def finish(self, lower: LowerLayers, *, top_k_starts=None, max_answer_length=None
-               ) -> "LittleBirdQuestionAnsweringOutput":
-        """The remaining layers and the QA head on windows :meth:`screen` read: forward()'s decoding outputs."""
-        encoder = self.littlebird.encoder
-        x, _ = encoder.run_layers(lower.hidden, lower.pack, lower.geometry, lower.layers, len(encoder.layer))
-        hidden = x[:, : lower.length]  # (B, n, H)
-        return self.decode(hidden, lower.attention_mask.bool(), top_k_starts=top_k_starts,
-                           max_answer_length=max_answer_length)
 
     def decode(self, hidden, valid, *, top_k_starts=None, max_answer_length=None
                ) -> "LittleBirdQuestionAnsweringOutput":

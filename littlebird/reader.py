@@ -55,8 +55,6 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # a question on whole English articles for +0.2 F1, 2.3 on Korean pages and 5.3 on the long English file for
 # the same F1; the best 5 without them read 5 for -0.8 and -2.0. A window costs 0.3-0.55 s on 2 cores.
 DEFAULT_MAX_WINDOWS = 10
-# With a model that has a screen head: windows of the ranked ones that get all the layers (see run_screened).
-DEFAULT_FINISH_WINDOWS = 3
 DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
 DEFAULT_GIVE_UP_BELOW = 0.05
@@ -340,83 +338,13 @@ def run_windows(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
             out = model(input_ids=input_ids[first : first + batch_size].to(device),
                         attention_mask=attention_mask[first : first + batch_size].to(device),
                         top_k_starts=top_k_starts, max_answer_length=max_answer_length)
-            _collect(out, outputs, normalizers)
+            outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
+            every_start = getattr(out, "start_logits", None)  # padding is masked to the dtype's minimum
+            every_start = out.top_start_logits if every_start is None else every_start
+            normalizers.append(torch.logsumexp(every_start.float(), dim=-1))
             if on_window is not None:
                 on_window(min(first + batch_size, len(input_ids)), len(input_ids))
     return _window_logits(outputs, normalizers)
-
-
-def _collect(out, outputs: list, normalizers: list) -> None:
-    """Keep one model call's decoding outputs and its windows' start normalisers for :func:`_window_logits`."""
-    outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
-    every_start = getattr(out, "start_logits", None)  # padding is masked to the dtype's minimum
-    every_start = out.top_start_logits if every_start is None else every_start
-    normalizers.append(torch.logsumexp(every_start.float(), dim=-1))
-
-
-def has_screen(model) -> bool:
-    """Whether ``model`` can screen windows with its first layers (a LittleBird model with a screen head)."""
-    return getattr(model, "screen_head", None) is not None
-
-
-@dataclass
-class ScreenedWindows:
-    """What :func:`run_screened` read: the finished windows' logits, which windows they were, and every
-    screened window's screen logit."""
-
-    logits: WindowLogits  # of the finished windows, in the order they were finished
-    finished: list[int]  # their indices among the screened windows
-    screen_logits: np.ndarray  # (S,) one per screened window, the first S of the input
-
-
-def screen_order(screen_logits: np.ndarray) -> list[int]:
-    """Screened windows, the likeliest to hold the answer first (ties: the first pass's order)."""
-    return [int(i) for i in np.argsort(-np.asarray(screen_logits, dtype=np.float64), kind="stable")]
-
-
-def run_screened(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, finish_windows: int,
-                 top_k_starts: int, max_answer_length: int, deadline: float | None = None,
-                 on_window: Callable[[int, int], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None,
-                 enough: Callable[[WindowLogits], bool] | None = None) -> ScreenedWindows:
-    """A cascade over windows (W, L): the first ``model.config.screen_layers`` layers and the screen head read
-    every window, then the remaining layers only the ``finish_windows`` likeliest, continuing from the first
-    layers' outputs (kept meanwhile: W x L x H floats).
-
-    As :func:`run_windows`: screening stops between windows once ``deadline`` passes (one window is always
-    screened and finished); finishing stops once ``enough(logits so far)`` says the finished windows
-    suffice; ``should_stop()`` is asked before every model call; ``on_window(done, total)`` counts model calls
-    (W screens plus at most ``finish_windows`` finishes).
-    """
-    device = model_device(model)
-    lowers, screens = [], []
-    total = len(input_ids) + min(finish_windows, len(input_ids))
-    with torch.inference_mode():
-        for window in range(len(input_ids)):
-            _check(should_stop)
-            if lowers and deadline is not None and time.monotonic() >= deadline:
-                break
-            lower, screen = model.screen(input_ids[window : window + 1].to(device),
-                                         attention_mask[window : window + 1].to(device))
-            lowers.append(lower)
-            screens.append(float(screen.float()[0]))
-            if on_window is not None:
-                on_window(window + 1, total)
-        screen_logits = np.asarray(screens, dtype=np.float64)
-        outputs, normalizers, finished = [], [], []
-        for window in screen_order(screen_logits)[:finish_windows]:
-            _check(should_stop)
-            if outputs and deadline is not None and time.monotonic() >= deadline:
-                break
-            if outputs and enough is not None and enough(_window_logits(outputs, normalizers)):
-                break
-            _collect(model.finish(lowers[window], top_k_starts=top_k_starts, max_answer_length=max_answer_length),
-                     outputs, normalizers)
-            lowers[window] = None  # its first layers' outputs are no longer needed
-            finished.append(window)
-            if on_window is not None:
-                on_window(len(lowers) + len(finished), total)
-    return ScreenedWindows(_window_logits(outputs, normalizers), finished, screen_logits)
 
 
 def _window_logits(outputs: list, normalizers: list) -> WindowLogits:
@@ -611,7 +539,6 @@ class WindowRecord:
     read: int | None = None  # its place in the reading order (an Answer's ``window``); None: not read
     answerable_logit: float | None = None  # the model's answerable logit for the window, when read
     best_span_score: float | None = None  # the score its best span ranks with (before tidying); None: none
-    screen_logit: float | None = None  # the screen head's answerable logit, when the window was screened
 
     @property
     def answerable_probability(self) -> float | None:
@@ -635,7 +562,6 @@ class Reading:
     note: str | None = None  # a sentence for the user when only part of the document was read
     stopped: str | None = None  # why ranked windows were left unread: "found" or "nothing found" (see read)
     windows: list[WindowRecord] = field(default_factory=list)  # every window of the document, in document order
-    windows_screened: int = 0  # windows the first layers screened (a model with a screen head); 0: none were
 
     @property
     def n_windows(self) -> int:
@@ -655,10 +581,6 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
     """The sentence that tells a user how much of the document ``reading`` read, and why not all of it."""
     read = tokens_covered(reading.window_token_spans)
     what = (f"Read {reading.n_windows} of {reading.windows_planned} windows ({read:,} of {reading.n_tokens:,} tokens)")
-    if reading.windows_screened > reading.n_windows:
-        screened = tokens_covered([(w.start, w.end) for w in reading.windows if w.screen_logit is not None])
-        what = (f"Screened {reading.windows_screened} of {reading.windows_planned} windows ({screened:,} of "
-                f"{reading.n_tokens:,} tokens) and read the {reading.n_windows} likeliest in full")
     if timed_out:
         return (f"{what}: the time for one question ({time_budget:g} s) ran out. The windows were read in the order "
                 "of how well their words match the question, so the answer may still be in the rest.")
@@ -732,21 +654,19 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
 
 def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
                    lexical: np.ndarray | None, order: Sequence[int], answerable_logits: np.ndarray,
-                   best_span_scores: np.ndarray, screened: Sequence[int] = (),
-                   screen_logits: Sequence[float] = ()) -> list[WindowRecord]:
+                   best_span_scores: np.ndarray) -> list[WindowRecord]:
     """Every window in document order: its first-pass ``ranked`` place and ``lexical`` score and, for the
     first ``len(answerable_logits)`` windows of the reading ``order`` (those read), the model's
-    answerable logit and best span score; for the ``screened`` windows, their ``screen_logits``."""
+    answerable logit and best span score."""
     rank = {window: place for place, window in enumerate(ranked)}
     read_as = {window: place for place, window in enumerate(order[: len(answerable_logits)])}
-    screen = {window: float(logit) for window, logit in zip(screened, screen_logits)}
     records = []
     for window, start in enumerate(every_start):
         place = read_as.get(window)
         best = None if place is None or not np.isfinite(best_span_scores[place]) else float(best_span_scores[place])
         records.append(WindowRecord(
             start, min(start + capacity, n_tokens), rank[window], None if lexical is None else float(lexical[window]),
-            place, None if place is None else float(answerable_logits[place]), best, screen.get(window),
+            place, None if place is None else float(answerable_logits[place]), best,
         ))  # fmt: skip
     return records
 
@@ -760,8 +680,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
          max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
          stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW,
-         finish_windows: int | None = DEFAULT_FINISH_WINDOWS) -> Reading:
+         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -796,13 +715,6 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     :data:`MIN_WINDOWS_BEFORE_GIVING_UP` are read and none is answerable with ``give_up_below``
     ("nothing found"). None turns a rule off; with both off the reader reads all ``max_windows``.
 
-    ``finish_windows``: with a model that has a screen head (:func:`has_screen`), ``rank_windows`` and
-    ``max_windows``, a document of more than ``finish_windows`` windows is read as a cascade
-    (:func:`run_screened`): the first layers screen every ranked window, and only the ``finish_windows``
-    the screen head finds likeliest get the remaining layers, likeliest first (the stop rules apply to them);
-    ``Reading.windows_screened`` counts the screened windows and ``Reading.windows`` holds their screen
-    logits. None: every ranked window gets every layer, as with a model without a screen head.
-
     ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
     answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
     ``lexical_prior``: with ``rank_windows``, add ``lexical_prior`` times each window's first-pass
@@ -812,13 +724,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
             or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0) \
-            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0) \
-            or (finish_windows is not None and finish_windows < 1):
+            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0):
         raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
                          f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None, "
-                         f"0 <= give_up_below < 1 or None, finish_windows >= 1 or None; got {max_length}, {stride}, "
-                         f"{n_best}, {max_answer_length}, {top_k_starts}, {max_windows}, {stop_confidence}, "
-                         f"{give_up_below}, {finish_windows}")
+                         f"0 <= give_up_below < 1 or None; got {max_length}, {stride}, {n_best}, {max_answer_length}, "
+                         f"{top_k_starts}, {max_windows}, {stop_confidence}, {give_up_below}")
     clock = time.perf_counter()
     deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
     max_length = window_length(model, max_length)
@@ -849,27 +759,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     enough = None
     if rank_windows and max_windows is not None and (stop_confidence is not None or give_up_below is not None):
         enough = lambda so_far: stop_reason(so_far, stop_confidence, give_up_below) is not None  # noqa: E731
-    k = min(top_k_starts, input_ids.shape[1])
-    cascade = (has_screen(model) and finish_windows is not None and rank_windows and max_windows is not None
-               and len(starts) > finish_windows)
-    if cascade:
-        screened = run_screened(model, input_ids, attention_mask, finish_windows=finish_windows, top_k_starts=k,
-                                max_answer_length=max_answer_length, deadline=deadline, on_window=on_window,
-                                should_stop=should_stop, enough=enough)
-        logits, rows = screened.logits, screened.finished
-        screened_windows, screen_logits = order[: len(screened.screen_logits)], screened.screen_logits
-        could_finish = min(finish_windows, len(screened_windows))
-    else:
-        logits = run_windows(model, input_ids, attention_mask, top_k_starts=k, max_answer_length=max_answer_length,
-                             batch_size=max(1, window_batch_size), deadline=deadline, on_window=on_window,
-                             should_stop=should_stop, enough=enough)
-        rows = list(range(len(logits.answerable_logits)))
-        screened_windows, screen_logits, could_finish = [], [], len(order)
+    logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
+                         max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
+                         deadline=deadline, on_window=on_window, should_stop=should_stop, enough=enough)
     timings["model"] = time.perf_counter() - clock
-    # rows: each read window's row of input_ids (its place in ``order``), in the order the windows were read
-    planned, starts, read_order = len(every_start), [starts[r] for r in rows], [order[r] for r in rows]
-    if prior is not None:
-        prior = prior[rows]
+    planned, starts = len(every_start), starts[: len(logits.answerable_logits)]
 
     clock = time.perf_counter()
     scored = scored_spans(logits, encoded.spans, len(prefix), starts,
@@ -879,23 +773,20 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
     stopped = None
-    if enough is not None and len(starts) < could_finish:
+    if enough is not None and len(starts) < len(order):
         stopped = stop_reason(logits, stop_confidence, give_up_below)
-    timed_out = stopped is None and (len(starts) < could_finish or len(screened_windows) < len(order) if cascade
-                                     else len(starts) < len(order))
-    records = window_records(every_start, capacity, n_tokens, ranked, lexical, read_order, logits.answerable_logits,
-                             scored.best_per_window(), screened_windows, screen_logits)
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
-                      stopped=stopped, windows=records, windows_screened=len(screened_windows))
+                      stopped=stopped, windows=window_records(every_start, capacity, n_tokens, ranked, lexical, order,
+                                                              logits.answerable_logits, scored.best_per_window()))
     if len(starts) < planned:
-        reading.note = reading_note(reading, timed_out=timed_out, time_budget=time_budget)
+        reading.note = reading_note(reading, timed_out=len(starts) < len(order) and stopped is None,
+                                    time_budget=time_budget)
     if attention_summary is not None:
         _check(should_stop)
         clock = time.perf_counter()
         window = answers[0].window if answers else 0
-        raw = _window_attention(model, tokenizer, input_ids, attention_mask, rows[window], len(prefix), starts[window],
-                                encoded)
+        raw = _window_attention(model, tokenizer, input_ids, attention_mask, window, len(prefix), starts[window], encoded)
         reading.attention = None if raw is None else attention_summary(raw, answers[0] if answers else None)
         timings["attention"] = time.perf_counter() - clock
     return reading

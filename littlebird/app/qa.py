@@ -110,7 +110,7 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     return result, reading.attention
 
 
-# Five windows of plain text: enough for the reader's every path (ranking, screening, finishing).
+# Five windows of plain text: the reader's whole path (tokenizing, ranking, several windows, decoding).
 _WARM_TEXT = " ".join(["The harbour town kept its lighthouse lit from dusk to dawn every night of the year."] * 260)
 
 

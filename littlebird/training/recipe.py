@@ -85,7 +85,6 @@ STAGES: dict[str, StageKind] = {
     "baseline": StageKind("littlebird.training.baselines", "BaselineOptions"),
     "convert": StageKind("littlebird.convert", "ConvertOptions", trains=False, output_field="output", kept=True),
     "export": StageKind(__name__, "ExportOptions", function="run_export", trains=False),
-    "screen": StageKind("littlebird.training.screen", "ScreenOptions", trains=False),
 }
 
 
