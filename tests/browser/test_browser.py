@@ -85,6 +85,18 @@ def open_explorer(page) -> None:
     )
 
 
+def download_export(page, folder):
+    """Press "Export this view", download the file it offers into ``folder`` and return its path."""
+    page.locator("#lb-export-button").click()
+    link = page.locator("#lb-export a[download]").first
+    link.wait_for(timeout=30_000)
+    with page.expect_download() as download:
+        link.click()
+    saved = folder / download.value.suggested_filename
+    download.value.save_as(saved)
+    return saved
+
+
 def test_document_html_is_shown_as_text_never_run(page):
     # plain text (no paragraph tags), so the markup below reaches the shown text as characters
     hostile = (
@@ -218,13 +230,7 @@ def test_the_explorer_of_a_long_document(page, tmp_path):
     assert page.locator("#lb-head input[type=number]").input_value() == chosen.split()[3]
 
     # the export: the view's summary as an .npz, with the question, window, layer and head in its JSON
-    page.locator("#lb-export-button").click()
-    link = page.locator("#lb-export a[download]").first
-    link.wait_for(timeout=30_000)
-    with page.expect_download() as download:
-        link.click()
-    saved = tmp_path / download.value.suggested_filename
-    download.value.save_as(saved)
+    saved = download_export(page, tmp_path)
     arrays, metadata = read_explorer_file(saved)
     layer, head = int(chosen.split()[1]), int(chosen.split()[3])
     assert saved.suffix == ".npz" and arrays["block_maps"].shape[:2] == (2, 4)

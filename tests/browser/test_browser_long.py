@@ -9,7 +9,7 @@ import pytest
 
 from littlebird.reader import DEFAULT_MAX_WINDOWS
 from littlebird.app.explorer_file import read_explorer_file
-from tests.browser.test_browser import (CHROMIUM, browser, open_explorer, page, paste_and_ask, shown_document,  # noqa: F401
+from tests.browser.test_browser import (CHROMIUM, browser, download_export, open_explorer, page, paste_and_ask, shown_document,  # noqa: F401
                                         wait_for_new_answer)
 from tests.ui_support import long_document
 
@@ -89,14 +89,7 @@ def test_a_100k_token_paste_is_answered_with_a_read_n_of_m_note_and_explored(pag
     assert len(weights) > 64 and abs(sum(weights) - 1) < 1e-3
 
     # the export of that view
-    page.locator("#lb-export-button").click()
-    link = page.locator("#lb-export a[download]").first
-    link.wait_for(timeout=30_000)
-    with page.expect_download() as download:
-        link.click()
-    saved = tmp_path / download.value.suggested_filename
-    download.value.save_as(saved)
-    arrays, metadata = read_explorer_file(saved)
+    arrays, metadata = read_explorer_file(download_export(page, tmp_path))
     assert arrays["block_maps"].shape[:2] == (2, 4) and metadata["window"]["index"] == index
 
 
