@@ -15,8 +15,9 @@ class LittleBirdConfig(PreTrainedConfig):
     - ``attention_backend``: a key of ``littlebird.modeling_littlebird.USW_ATTENTION_BACKENDS``:
       ``"blocked"`` (hand-written, any device, trains) or ``"flex"`` (PyTorch FlexAttention;
       CUDA training and compiled inference).
-    - ``query_chunk_tokens``: at inference the blocked path processes query blocks in
-      chunks of about this many tokens, which bounds the memory of its temporaries.
+    - ``query_chunk_tokens``: at inference the blocked path processes query blocks, and the
+      feed-forward tokens, in chunks of about this many tokens, which bounds the memory of
+      their temporaries.
     - QA head: ``max_answer_length`` and ``top_k_starts`` are the decoding defaults;
       ``question_token_id`` is the id of the paper's ``[QUESTION]`` token.
 

@@ -260,12 +260,19 @@ def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) ->
 
 def _window_keys(shared: torch.Tensor, blocks: torch.Tensor, start: int, end: int) -> torch.Tensor:
     """(B, h, m, s + 4b, d): for query blocks [start, end), the keys (or values) [C_P; block 0; blocks
-    q-1, q, q+1]. ``shared`` is C_P's (B, h, s, d); ``blocks`` (B, h, nb + 2, b, d) the tokens' blocks
-    with a zero block at each end, so blocks q-1, q, q+1 are the slices starting at q, q + 1, q + 2."""
-    B, h, _, b, d = blocks.shape
+    q-1, q, q+1]. ``shared`` is C_P's (B, h, s, d); ``blocks`` (B, h, nb, b, d) the tokens' blocks. A block
+    before the first or after the last is zeros (its keys are masked); only the chunk's slices are padded,
+    so the window's keys are never copied whole."""
+    B, h, nb, b, d = blocks.shape
     m = end - start
-    parts = [shared.unsqueeze(2).expand(B, h, m, shared.shape[2], d), blocks[:, :, 1:2].expand(B, h, m, b, d)]
-    parts += [blocks[:, :, start + offset : end + offset] for offset in range(3)]
+    parts = [shared.unsqueeze(2).expand(B, h, m, shared.shape[2], d), blocks[:, :, :1].expand(B, h, m, b, d)]
+    for offset in (-1, 0, 1):
+        first, last = start + offset, end + offset
+        lo, hi = max(first, 0), min(last, nb)
+        part = blocks[:, :, lo:hi]
+        if (lo, hi) != (first, last):
+            part = F.pad(part, (0, 0, 0, 0, lo - first, last - hi))
+        parts.append(part)
     return torch.cat(parts, dim=3)
 
 
@@ -378,44 +385,48 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     nb = n // b
     s = packed_k.shape[2]
     K = s + 4 * b  # keys per query block
-    q = (q * (1.0 / math.sqrt(d))).view(B, h, nb, b, d)
-    k_blocks = F.pad(k, (0, 0, b, b)).view(B, h, nb + 2, b, d)  # a zero block at each end
-    v_blocks = F.pad(v, (0, 0, b, b)).view(B, h, nb + 2, b, d)
+    scale = 1.0 / math.sqrt(d)
+    q, k, v = (t.reshape(B, h, nb, b, d) for t in (q, k, v))  # views: each chunk copies only its own part
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
-    outputs, weights = [], None
+    # Without gradients, weights are softmaxed in place and several chunks' outputs are written into one
+    # (B, n, h, d) tensor, which merge_heads then reads without a copy (at 8K tokens each copy is 12.6 MB).
+    in_place = not torch.is_grad_enabled()
+    context = q.new_empty(B, n, h, d).transpose(1, 2) if chunk_blocks < nb else None
+    weights = None
     if output_attentions and chunk_blocks < nb:  # (packed, global, local) of every query block, filled per chunk
         weights = tuple(q.new_empty(B, h, nb, b, width) for width in (s, b, 3 * b))
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
         m = end - start
-        keys = _window_keys(packed_k, k_blocks, start, end).view(B, h * m, K, d)
-        values = _window_keys(packed_v, v_blocks, start, end).view(B, h * m, K, d)
+        keys = _window_keys(packed_k, k, start, end).view(B, h * m, K, d)
+        values = _window_keys(packed_v, v, start, end).view(B, h * m, K, d)
         queries = q[:, :, start:end].reshape(B, h * m, b, d)
         terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K), Bt = B or 1
         bias = bialibi.window_bias(terms, q.dtype).view(terms.shape[0], h * m, b, K)  # -[D_P; D] + mask
         if output_attentions:
-            probs = torch.matmul(queries, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
+            probs = torch.matmul(queries * scale, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.
-            probs = torch.softmax(probs, dim=-1).view(B, h, m, b, K)
-            parts = probs.split([s, b, 3 * b], dim=-1)  # (B, h, m, b, s), (.., b), (.., 3b)
+            probs = torch.softmax(probs, dim=-1, out=probs) if in_place else torch.softmax(probs, dim=-1)
+            parts = probs.view(B, h, m, b, K).split([s, b, 3 * b], dim=-1)  # (B, h, m, b, s), (.., b), (.., 3b)
             if weights is None:
                 # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
                 # gradient retained on them is the whole one (views split off beside the product would get none).
                 weights = parts
-                probs = torch.cat(parts, dim=-1)
+                probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
             else:
                 for returned, part in zip(weights, parts):
                     returned[:, :, start:end] = part
-            probs = probs.view(B, h * m, b, K)
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
         else:
-            out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
-        outputs.append(out.reshape(B, h, m * b, d))  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
-    out = torch.cat(outputs, dim=2) if len(outputs) > 1 else outputs[0]
+            out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=scale)
+        if context is None:
+            context = out.reshape(B, h, n, d)  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
+        else:
+            context[:, :, start * b : end * b] = out.reshape(B, h, m * b, d)
     if not output_attentions:
-        return out, None
+        return context, None
     p_packed, p_global, p_local = weights
-    return out, (p_local, p_global, p_packed)
+    return context, (p_local, p_global, p_packed)
 
 
 def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
@@ -612,8 +623,7 @@ class LittleBirdLayer(nn.Module):
         c_x = self.dropout(att.merge_heads(context))
         # A = LayerNorm(C_X + X);  X' = LayerNorm(FFN(A) + A)
         a = self.attention_layer_norm(c_x + x)
-        ffn = self.dropout(self.output(self.activation(self.intermediate(a))))
-        x_next = self.output_layer_norm(ffn + a)
+        x_next = self.feed_forward(a)
         attentions = None
         if output_attentions:
             local, global_, packed = weights
@@ -621,6 +631,21 @@ class LittleBirdLayer(nn.Module):
                                               position_ids=geometry.position_ids,
                                               bias_coefficients=self.bialibi.bias_coefficients().detach())
         return x_next, p_next, attentions
+
+
+    def feed_forward(self, a):
+        """X' = LayerNorm(FFN(A) + A). Without gradients, in chunks of ``query_chunk_tokens`` tokens: the
+        (n, intermediate) activations of an 8K-token window would take 50 MB, twice over while GELU runs."""
+        n = a.shape[1]
+        chunk = n if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens)
+        if chunk >= n:
+            return self.output_layer_norm(self.dropout(self.output(self.activation(self.intermediate(a)))) + a)
+        out = torch.empty_like(a)
+        for start in range(0, n, chunk):
+            part = a[:, start : start + chunk]
+            out[:, start : start + chunk] = self.output_layer_norm(
+                self.dropout(self.output(self.activation(self.intermediate(part)))) + part)
+        return out
 
 
 class LittleBirdCheckpointedLayer(GradientCheckpointingLayer, LittleBirdLayer):

@@ -92,6 +92,28 @@ def test_no_tensor_grows_with_n_squared():
     assert probe.largest < n * n // 8, probe.largest
 
 
+def test_feed_forward_in_chunks_gives_the_whole_windows_result():
+    # Without gradients the feed-forward (like the attention's query blocks) runs query_chunk_tokens at a time.
+    whole = tiny_qa_model(seed=3, query_chunk_tokens=4096)
+    chunked = tiny_qa_model(seed=3, query_chunk_tokens=48)  # 48 does not divide 200: a short last chunk
+    ids = torch.randint(3, 300, (2, 200))
+    mask = torch.ones_like(ids)
+    mask[1, 150:] = 0
+    expected, got = run(whole, ids, attention_mask=mask), run(chunked, ids, attention_mask=mask)
+    for name in ("start_logits", "end_logits"):
+        torch.testing.assert_close(getattr(got, name), getattr(expected, name), atol=1e-5, rtol=1e-5)
+    with torch.enable_grad():  # training sees the whole window at once, as before
+        layer = chunked.littlebird.encoder.layer[0]
+        a = torch.randn(1, 200, 32)
+        calls = []
+        hook = layer.intermediate.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[1]))
+        layer.feed_forward(a)
+        with torch.no_grad():
+            layer.feed_forward(a)
+        hook.remove()
+    assert calls == [200, 48, 48, 48, 48, 8]
+
+
 def test_save_and_load_round_trip_and_auto_classes(tmp_path):
     model = tiny_qa_model(seed=4)
     ids = torch.randint(3, 300, (2, 150))
