@@ -99,15 +99,16 @@ class BiALiBi(nn.Module):
         """D_P = ((beta + gamma) / 2 * b) J: every packed vector sits b tokens away. Shape (h,)."""
         return (self.beta + self.gamma) / 2 * block_size
 
-    def window_bias(self, terms: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    def window_bias(self, terms: torch.Tensor, dtype: torch.dtype, keep: bool = True) -> torch.Tensor:
         """-[D_P; D] + mask for every head at once: (h, 4) x (Bt, 4, m, b, K) -> (Bt, h, m, b, K).
 
         Without gradients, the last result is kept and returned again for the same ``terms`` object and
         unchanged slopes: the reader's windows share one geometry (see :func:`build_block_geometry`), so
-        each layer computes its bias once per document, not once per window.
+        each layer computes its bias once per document, not once per window. ``keep=False`` (a chunk's
+        terms, built for one call) keeps nothing: at 8K tokens a chunk's bias is 16 MB a layer.
         """
         Bt, _, m, b, K = terms.shape
-        keep = not torch.is_grad_enabled()
+        keep = keep and not torch.is_grad_enabled()
         versions = (self.alpha._version, self.beta._version, self.gamma._version, dtype)
         kept = self._kept_bias  # one read: another thread may replace it meanwhile
         if keep and kept is not None and kept[0] is terms and kept[1] == versions:
@@ -402,7 +403,7 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         values = _window_keys(packed_v, v, start, end).view(B, h * m, K, d)
         queries = q[:, :, start:end].reshape(B, h * m, b, d)
         terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K), Bt = B or 1
-        bias = bialibi.window_bias(terms, q.dtype).view(terms.shape[0], h * m, b, K)  # -[D_P; D] + mask
+        bias = bialibi.window_bias(terms, q.dtype, keep=m == nb).view(terms.shape[0], h * m, b, K)  # -[D_P; D] + mask
         if output_attentions:
             probs = torch.matmul(queries * scale, keys.transpose(-1, -2)).add_(bias)  # (B, h m, b, K)
             # Softmax kernels accumulate in fp32 internally; a dtype=float32 round trip only adds two copies.

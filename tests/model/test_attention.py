@@ -205,3 +205,20 @@ def test_inference_keeps_the_bias_only_while_slopes_and_positions_stay():
         changed = model(input_ids=ids, attention_mask=full).start_logits
     assert not torch.allclose(changed, first)
     torch.testing.assert_close(changed, fresh(full))
+
+
+def test_a_chunked_forward_keeps_no_chunk_bias():
+    # A window longer than query_chunk_tokens builds each chunk's terms for one call: keeping their bias
+    # would hold one chunk's bias per layer after the forward and never serve it again.
+    from tests.littlebird_factories import tiny_qa_model
+
+    model = tiny_qa_model(query_chunk_tokens=64)  # 192 tokens: three chunks of one block
+    ids = torch.randint(5, 300, (1, 192), generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        chunked = model(input_ids=ids).start_logits
+    assert all(layer.bialibi._kept_bias is None for layer in model.littlebird.encoder.layer)
+    model.config.query_chunk_tokens = 4096
+    with torch.inference_mode():
+        whole = model(input_ids=ids).start_logits
+    assert all(layer.bialibi._kept_bias is not None for layer in model.littlebird.encoder.layer)
+    torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-5)
