@@ -15,6 +15,7 @@ Shapes: B batch, h heads, n tokens (padded to nb blocks of b), d head size, s pa
 """
 
 import collections
+import contextlib
 import functools
 import math
 import re
@@ -340,15 +341,17 @@ class LittleBirdAttentions:
     def block_map(self) -> torch.Tensor:
         """(B, h, nb, nb): per query block, the weight each key block received, averaged over real queries."""
         B, h, nb, b, _ = self.local.shape
-        weights = self.query_valid.to(self.local.dtype).view(B, 1, nb, b, 1)
+        # float16 weights give float32 maps; sum(dtype=) would first copy the weights whole into that dtype
+        dtype = torch.promote_types(self.local.dtype, torch.float32)
+        weights = self.query_valid.to(dtype).view(B, 1, nb, b, 1)
         count = weights.sum(dim=3).clamp(min=1)  # (B, 1, nb, 1)
-        per_block = (self.local.view(B, h, nb, b, 3, b).sum(-1) * weights).sum(3) / count  # (B, h, nb, 3)
-        padded = torch.zeros(B, h, nb, nb + 2, dtype=self.local.dtype, device=self.local.device)
+        per_block = (self.local.view(B, h, nb, b, 3, b).sum(-1).to(dtype) * weights).sum(3) / count  # (B, h, nb, 3)
+        padded = torch.zeros(B, h, nb, nb + 2, dtype=dtype, device=self.local.device)
         rows = torch.arange(nb, device=self.local.device)
         for offset in range(3):
             padded[:, :, rows, rows + offset] = per_block[..., offset]
         block_map = padded[..., 1:-1].clone()
-        block_map[..., 0] += (self.global_.sum(-1) * weights[..., 0]).sum(3) / count[..., 0]
+        block_map[..., 0] += (self.global_.sum(-1).to(dtype) * weights[..., 0]).sum(3) / count[..., 0]
         return block_map
 
     def to_dense(self, n: Optional[int] = None) -> torch.Tensor:
@@ -364,6 +367,22 @@ class LittleBirdAttentions:
         dense[..., :b] = dense[..., :b] + self.global_.reshape(B, h, size, b)
         n = size if n is None else n
         return dense[:, :, :n, :n]
+
+
+_RETURNED_WEIGHTS = threading.local()
+
+
+@contextlib.contextmanager
+def attention_weights_dtype(dtype: torch.dtype):
+    """Within it, this thread's forwards return their (local, global, packed) attention weights in ``dtype``
+    (float16: half the memory, 63 MB a layer at 8K tokens), for viewers of the weights; the weights are
+    computed, and the output read from them, as before. Not for training: gradients reach fp32 weights only."""
+    previous = getattr(_RETURNED_WEIGHTS, "dtype", None)
+    _RETURNED_WEIGHTS.dtype = dtype
+    try:
+        yield
+    finally:
+        _RETURNED_WEIGHTS.dtype = previous
 
 
 def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
@@ -394,8 +413,10 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     in_place = not torch.is_grad_enabled()
     context = q.new_empty(B, n, h, d).transpose(1, 2) if chunk_blocks < nb else None
     weights = None
+    stored = getattr(_RETURNED_WEIGHTS, "dtype", None) if in_place else None  # see attention_weights_dtype
+    stored = q.dtype if stored is None else stored
     if output_attentions and chunk_blocks < nb:  # (packed, global, local) of every query block, filled per chunk
-        weights = tuple(q.new_empty(B, h, nb, b, width) for width in (s, b, 3 * b))
+        weights = tuple(q.new_empty(B, h, nb, b, width, dtype=stored) for width in (s, b, 3 * b))
     for start in range(0, nb, chunk_blocks):
         end = min(nb, start + chunk_blocks)
         m = end - start
@@ -426,7 +447,7 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
             context[:, :, start * b : end * b] = out.reshape(B, h, m * b, d)
     if not output_attentions:
         return context, None
-    p_packed, p_global, p_local = weights
+    p_packed, p_global, p_local = (w.to(stored) for w in weights)  # copies only where one chunk's weights differ
     return context, (p_local, p_global, p_packed)
 
 
@@ -562,7 +583,10 @@ def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p
         # in place: at 8K tokens each (B, h, s, n) copy is 25 MB more at the layer's peak
         scores = (q @ k.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
         scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
-        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # (B, h, s, n)
+        if torch.is_grad_enabled() or scores.dtype != torch.float32:
+            weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # (B, h, s, n)
+        else:
+            weights = torch.softmax(scores, dim=-1, out=scores)
         out = F.dropout(weights, p=dropout_p) @ v
     else:
         weights = None
@@ -618,6 +642,10 @@ class LittleBirdLayer(nn.Module):
         k, v = att.key_value(x)
         packed_k, packed_v = att.key_value(c_p)  # (B, h, s, d)
         chunk = None if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens // geometry.block_size)
+        if output_attentions and chunk is not None and chunk < geometry.num_blocks:
+            # With weights each chunk also forms its scores and bias (16 MB each for 1,024 tokens): half the chunk
+            # bounds them, and is no slower on CPU.
+            chunk = max(1, chunk // 2)
         usw_attention = attention_backend(self.config.attention_backend)
         context, weights = usw_attention(q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout,
                                          output_attentions, chunk)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import torch
+
 from littlebird.app import figures, token_view
 from littlebird.app.clean import Document
 from littlebird.app.documents import Report, read_document, silent
@@ -24,6 +26,7 @@ from littlebird.app.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import QAResult, answer_question
+from littlebird.modeling_littlebird import attention_weights_dtype
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowRecord, window_attention
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
@@ -170,7 +173,8 @@ def _summarize_target(target: ExplorerTarget,
                       loaded: LoadedModel) -> tuple[figures.AttentionSummary | None, token_view.TokenCapture | None]:
     """The window's summary and, kept by forward hooks in the same pass, what the token view needs."""
     document = target.document
-    with token_view.capturing(loaded.model) as inputs:
+    # The weights are reduced as each layer makes them, kept in float16 meanwhile (app.figures.LayerReduction)
+    with token_view.capturing(loaded.model) as inputs, attention_weights_dtype(torch.float16):
         window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
                                   document_start=target.document_start, model_text=document.model_text,
                                   model_to_text=document.model_to_text, max_length=target.max_length,

@@ -168,7 +168,8 @@ def summarize_layer(
     for the other arguments.
     """
     positions = np.asarray(answer_positions, dtype=np.int64)
-    local, global_, packed = _numpy(layer.local[0]), _numpy(layer.global_[0]), _numpy(layer.packed[0])
+    # kept as the model gave them (float16 from the explorer's pass): only the rows read become float32 arrays
+    local, global_, packed = layer.local[0], layer.global_[0], layer.packed[0]
     nb = local.shape[1]
     pool = max(1, math.ceil(nb / max_cells))
     pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks (as the model gives it) or not
@@ -183,25 +184,26 @@ def summarize_layer(
     mixing = layer_mixing(
         block_map=block_map, packed_blocks=packed_per_block(layer), pack_reads=pack_reads,
         token_window=_token_blocks(local, global_, chosen, nb),
-        token_packed=packed[:, chosen // block_size, chosen % block_size], token_blocks=chosen // block_size,
+        token_packed=_numpy(packed[:, chosen // block_size, chosen % block_size]), token_blocks=chosen // block_size,
     )  # fmt: skip
     return LayerSummary(
         pool=pool,
         block_map=pool_blocks(block_map, pool),
         answer_blocks=_token_blocks(local, global_, positions, nb),
-        answer_pack=packed[:, positions // block_size, positions % block_size],  # (h, a, s)
+        answer_pack=_numpy(packed[:, positions // block_size, positions % block_size]),  # (h, a, s)
         pack_reads=pack_reads,
         head_metrics=head_metrics(layer, question_tokens=question_tokens, answer_positions=positions),
         mixing=mixing,
     )
 
 
-def _token_blocks(local: np.ndarray, global_: np.ndarray, positions: np.ndarray, nb: int) -> np.ndarray:
-    """(h, a, nb): where the tokens at ``positions`` looked, per key block: their local neighbours and block 0."""
+def _token_blocks(local: Any, global_: Any, positions: np.ndarray, nb: int) -> np.ndarray:
+    """(h, a, nb): where the tokens at ``positions`` looked, per key block: their local neighbours and block 0.
+    ``local`` (h, nb, b, 3b) and ``global_`` (h, nb, b, b) are tensors or arrays of any float dtype."""
     block_size = local.shape[2]
     q_blocks, rows = positions // block_size, positions % block_size
-    out = _local_to_blocks(local[:, q_blocks, rows], q_blocks, nb)
-    out[..., 0] += global_[:, q_blocks, rows].sum(-1)
+    out = _local_to_blocks(_numpy(local[:, q_blocks, rows]), q_blocks, nb)
+    out[..., 0] += _numpy(global_[:, q_blocks, rows]).sum(-1)
     return out
 
 

@@ -62,7 +62,7 @@ def sampled_blocks(num_blocks: int, count: int | None = SAMPLED_BLOCKS) -> torch
 
 
 def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Sequence[int],
-                 sample_blocks: int | None = SAMPLED_BLOCKS, chunk_blocks: int = 16) -> dict[str, np.ndarray]:
+                 sample_blocks: int | None = SAMPLED_BLOCKS, chunk_blocks: int = 4) -> dict[str, np.ndarray]:
     """Every metric of :data:`METRICS` for each head of one layer: name -> (h,) float32, from batch row 0.
 
     ``question_tokens``: tokens of [CLS] [QUESTION] question [SEP] at the window's start;

@@ -54,7 +54,7 @@ def packed_per_block(layer: Any) -> np.ndarray:
     in place: at 8K tokens one more copy of ``packed`` is 25 MB."""
     packed = layer.packed[0]  # (h, nb, b, s)
     valid = layer.query_valid[0].to(packed.device)  # (nb, b)
-    sums = packed.sum(2, dtype=torch.float32)  # (h, nb, s)
+    sums = packed.sum(2).float()  # (h, nb, s); sum(dtype=) would copy float16 weights whole into float32 first
     blocks, rows = (~valid).nonzero(as_tuple=True)  # the padding queries, fewer than b
     if len(blocks):
         sums.index_add_(1, blocks, -packed[:, blocks, rows].float())

@@ -232,11 +232,52 @@ def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches
     other = figures.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
     assert one.answer_tokens == other.answer_tokens and one.answer_tokens
     for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
-        np.testing.assert_array_equal(getattr(one, name), getattr(other, name), err_msg=name)
+        np.testing.assert_allclose(getattr(one, name), getattr(other, name), rtol=1e-5, atol=1e-6, err_msg=name)
     assert one.rollout.shape == (2, 3, math.ceil(one.n_tokens / 64)) and one.rollout_tokens == other.rollout_tokens
     assert set(one.head_metrics) == set(METRICS) and one.head_metrics["pack"].shape == (2, 4)
     for name in METRICS:
-        np.testing.assert_array_equal(one.head_metrics[name], other.head_metrics[name], err_msg=name)
+        np.testing.assert_allclose(one.head_metrics[name], other.head_metrics[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_the_explorers_float16_weights_summarize_as_float32_ones():
+    # The app's explorer pass keeps each layer's weights in float16 until they are reduced (half the memory).
+    import torch
+
+    from littlebird.modeling_littlebird import attention_weights_dtype
+    from littlebird.reader import window_attention
+    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+    model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
+    text = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 30
+    in_window = text.index("1377", len(text) // 6)
+    answer_span = (in_window, in_window + 4)
+    options = dict(model=model, tokenizer=tokenizer, document_start=40, max_length=256)
+    summaries, dtypes = {}, {}
+    for chunk_tokens in (4096, 64):  # the window whole, and one block at a time as at 8K tokens
+        model.config.query_chunk_tokens = chunk_tokens
+        for dtype in (torch.float32, torch.float16):
+            seen = []
+
+            def reduce(window, layer):
+                seen.append((layer.local.dtype, layer.global_.dtype, layer.packed.dtype, layer.pack.dtype))
+                return figures.LayerReduction(answer_span, block_size=64)(window, layer)
+
+            with attention_weights_dtype(dtype):
+                window = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
+            summaries[chunk_tokens, dtype] = figures.summarize_window(window, text=text, answer_span=answer_span,
+                                                                      block_size=64)
+            dtypes[chunk_tokens, dtype] = set(seen)
+    assert dtypes[64, torch.float16] == dtypes[4096, torch.float16] == {(torch.float16,) * 3 + (torch.float32,)}
+    assert dtypes[64, torch.float32] == {(torch.float32,) * 4}
+    expected = summaries[4096, torch.float32]
+    for key, got in summaries.items():
+        exact = key[1] == torch.float32
+        for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
+            np.testing.assert_allclose(getattr(got, name).astype(np.float32), getattr(expected, name).astype(np.float32),
+                                       atol=1e-5 if exact else 2e-3, err_msg=f"{key} {name}")
+        for name in METRICS:
+            np.testing.assert_allclose(got.head_metrics[name], expected.head_metrics[name],
+                                       rtol=1e-4 if exact else 1e-2, atol=1e-5 if exact else 2e-3, err_msg=f"{key} {name}")
 
 
 def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers():
