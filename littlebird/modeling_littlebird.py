@@ -434,7 +434,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
                 # The output reads the [packed (s); global (b); local (3b)] weights returned, joined again, so a
                 # gradient retained on them is the whole one (views split off beside the product would get none).
                 weights = parts
-                probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
+                if not in_place:
+                    probs = torch.cat(parts, dim=-1).view(B, h * m, b, K)
             else:
                 for returned, part in zip(weights, parts):
                     returned[:, :, start:end] = part
@@ -661,19 +662,19 @@ class LittleBirdLayer(nn.Module):
                                               bias_coefficients=self.bialibi.bias_coefficients().detach())
         return x_next, p_next, attentions
 
-
     def feed_forward(self, a):
         """X' = LayerNorm(FFN(A) + A). Without gradients, in chunks of ``query_chunk_tokens`` tokens: the
         (n, intermediate) activations of an 8K-token window would take 50 MB, twice over while GELU runs."""
+        def block(part):
+            return self.output_layer_norm(self.dropout(self.output(self.activation(self.intermediate(part)))) + part)
+
         n = a.shape[1]
         chunk = n if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens)
         if chunk >= n:
-            return self.output_layer_norm(self.dropout(self.output(self.activation(self.intermediate(a)))) + a)
+            return block(a)
         out = torch.empty_like(a)
         for start in range(0, n, chunk):
-            part = a[:, start : start + chunk]
-            out[:, start : start + chunk] = self.output_layer_norm(
-                self.dropout(self.output(self.activation(self.intermediate(part)))) + part)
+            out[:, start : start + chunk] = block(a[:, start : start + chunk])
         return out
 
 
