@@ -47,15 +47,16 @@ RULES = (DEFAULT_RULE, "3/0.9/0.05", "4/0.9/0.05", "5/0.9/0.05", "6/0.9/0.05", "
 N_BEST = 5  # the app's
 
 
-def read_windows(model, tokenizer, question: str, context: str, n_windows: int) -> dict:
+def read_windows(model, tokenizer, question: str, context: str, n_windows: int,
+                 max_length: int = DEFAULT_MAX_LENGTH) -> dict:
     """The logits of ``question``'s ``n_windows`` best-ranked windows of ``context``, read with no rule."""
     ids = special_ids(tokenizer, model)
     encoded = encode_text(context, tokenizer)
     question_ids = tokenize_questions([question], tokenizer)[0]
-    prefix = question_prefix(question_ids, ids, DEFAULT_MAX_LENGTH)
-    capacity = window_capacity(len(encoded.input_ids), len(prefix), DEFAULT_MAX_LENGTH)
-    every_start = window_starts(len(encoded.input_ids), capacity, default_stride(DEFAULT_MAX_LENGTH))
-    ranked, _ = first_pass(question_ids[: question_cap(DEFAULT_MAX_LENGTH)], encoded.input_ids, every_start, capacity,
+    prefix = question_prefix(question_ids, ids, max_length)
+    capacity = window_capacity(len(encoded.input_ids), len(prefix), max_length)
+    every_start = window_starts(len(encoded.input_ids), capacity, default_stride(max_length))
+    ranked, _ = first_pass(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity,
                            tokenizer)
     starts = [every_start[i] for i in ranked[:n_windows]]
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
@@ -104,14 +105,17 @@ def main(argv=None) -> int:
     parser.add_argument("--data", nargs="+", required=True, help="dev files (SQuAD JSON)")
     parser.add_argument("--rules", nargs="+", default=list(RULES))
     parser.add_argument("--read", type=int, default=DEFAULT_MAX_WINDOWS, help="ranked windows read once a question")
-    parser.add_argument("--cache", type=Path, default=None)
+    parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="the window, in tokens")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="a folder for each file's window logits; one folder per model and window length")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--cpu-mode", default="auto")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     model = tokenizer = None
-    print(f"# reading_rules: {args.model}, the {args.read} best-ranked windows read once a question; "
+    print(f"# reading_rules: {args.model}, windows of {args.max_length} tokens, the {args.read} best-ranked read "
+          "once a question; "
           f"rule = cap/stop confidence/give up below; default {DEFAULT_RULE}\n")
     print("| dev file | rule | questions | windows read: mean | p90 | most | F1 | F1 - default's (95% CI) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
@@ -130,7 +134,8 @@ def main(argv=None) -> int:
                         for qa in paragraph["qas"]:
                             reads.append({"question": qa["question"], "context": paragraph["context"],
                                           "answers": [a["text"] for a in qa["answers"]],
-                                          **read_windows(model, tokenizer, qa["question"], paragraph["context"], args.read)})
+                                          **read_windows(model, tokenizer, qa["question"], paragraph["context"], args.read,
+                                                         args.max_length)})
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 cached.write_bytes(pickle.dumps(reads))

@@ -2,7 +2,7 @@
 # Does a candidate checkpoint beat the shipped one? Both through the served reader (the evaluation CLI) on
 # the four dev files the model card leads with (paragraphs and articles/pages, English and Korean, 200
 # questions each), then per file the F1 difference with its 95% paired-bootstrap interval
-# (benchmarks/compare_conversions.py) and a last line saying whether the candidate is ahead on all of them.
+# (benchmarks/compare_evaluations.py) and a last line saying whether the candidate is ahead on all of them.
 #
 #   scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
 #   FILES=all scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
@@ -34,22 +34,5 @@ for name in shipped candidate; do
       --threads "$THREADS" --output "$result" > "$RESULTS/$name-$file.log"
   done
 done
-$PY - "$RESULTS" $FILES <<'PY'
-import sys
-from pathlib import Path
-
-from benchmarks.compare_conversions import paired_bootstrap, pooled_f1, read_predictions
-
-results, files = Path(sys.argv[1]), sys.argv[2:]
-print("| dev file | questions | shipped F1 | candidate F1 | difference (95% CI) |")
-print("|---|---:|---:|---:|---|")
-ahead = True
-for name in files:
-    shipped = read_predictions([results / f"shipped-{name}.json"])
-    candidate = read_predictions([results / f"candidate-{name}.json"])
-    n, difference, low, high = paired_bootstrap(shipped, candidate)
-    ahead &= difference > 0
-    print(f"| {name} | {n} | {pooled_f1(shipped)['all'][1]:.1f} | {pooled_f1(candidate)['all'][1]:.1f} | "
-          f"{difference:+.1f} ({low:+.1f}, {high:+.1f}) |")
-print(f"candidate ahead on all {len(files)} files: {'yes' if ahead else 'no'}")
-PY
+$PY benchmarks/compare_evaluations.py --a shipped "$RESULTS/shipped-{}.json" --b candidate "$RESULTS/candidate-{}.json" \
+  --files $FILES

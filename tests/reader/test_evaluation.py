@@ -157,3 +157,25 @@ def test_predictions_pair_across_folders_by_the_dev_file_name(tmp_path):
     n, difference, _, _ = script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([candidate]))
     assert (n, difference) == (2, 50.0)
     assert script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([article]))[0] == 0
+
+
+def test_evaluation_sets_compare_file_by_file_with_the_tolerance_verdict(tmp_path, monkeypatch):
+    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    spec = importlib.util.spec_from_file_location("compare_evaluations", benchmarks / "compare_evaluations.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    # file x: B equal to A; file y: B loses 25 points on average (one question of four from 1.0 to 0.0)
+    _write_results(tmp_path / "a" / "x.json", "dev-x.json", [(100, 1.0), (100, 0.5)])
+    _write_results(tmp_path / "b" / "x.json", "dev-x.json", [(100, 1.0), (100, 0.5)])
+    _write_results(tmp_path / "a" / "y.json", "dev-y.json", [(100, 1.0)] * 4)
+    _write_results(tmp_path / "b" / "y.json", "dev-y.json", [(100, 1.0)] * 3 + [(100, 0.0)])
+    rows = script.compare(str(tmp_path / "a" / "{}.json"), str(tmp_path / "b" / "{}.json"), ["x", "y", "missing"])
+    assert [r["file"] for r in rows] == ["x", "y"]  # a file without results on both sides is left out
+    assert rows[0]["difference"] == 0.0 and rows[1]["difference"] == -25.0
+    assert rows[1]["a_f1"] == 100.0 and rows[1]["b_f1"] == 75.0
+    verdict = script.table(rows, "A", "B", tolerance=1.0).splitlines()[-1]
+    assert verdict == "B ahead on all 2 files: no; within 1 F1 of A on all: no"
+    assert script.table(rows[:1], "A", "B", tolerance=1.0).splitlines()[-1].endswith("within 1 F1 of A on all: yes")
