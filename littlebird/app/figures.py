@@ -744,7 +744,8 @@ def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | 
     seen = [i for i, r in enumerate(read) if r]
     fig.add_trace(go.Scatter(
         x=seen, y=[windows[i].answerable_probability for i in seen], mode="markers+text",
-        text=[str(windows[i].read + 1) for i in seen], textposition="top center", marker={"color": _READ, "size": 8},
+        text=[str(windows[i].read + 1) for i in seen], textposition="middle right",  # above a 100% mark it was cut off
+        marker={"color": _READ, "size": 8},
         hovertext=[hover[i] for i in seen], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
     ), row=2, col=1)  # fmt: skip
     scored = [i for i in seen if windows[i].best_span_score is not None]
