@@ -5,13 +5,16 @@ long document (the four example pages, cleaned and joined: ~15K tokens), as the 
 
 - ``open``: ``app.asking.explain`` on the best answer's window (the window read again with attention
   weights, each layer reduced as the model computes it, the figures drawn) and the figures' JSON, which is
-  what the page receives; once, as after a question, and ``open again`` for the same window;
+  what the page receives; once, as after a question (after ``app.asking.warm_explorer``, as the app runs it
+  at start), and ``open again`` for the same window;
 - ``slider``: redrawing for another layer or head (``app.explorer.explore``: block map, answer tokens,
   pack slots, BiALiBi curves and head atlas) and its JSON, median of 6;
 - ``metric``: another head-atlas metric (``atlas_figure`` and the menu's ``atlas_cells``), median of 5;
 - ``token``: the any-token view for another layer, head and token (``app.asking.explain_token``: its keys
   projected from the layer inputs the pass kept, and the figure's JSON), median of 6, and ``token MB``, what
   those layer inputs take (``app.token_view.TokenCapture.nbytes``; the explorer keeps two windows');
+- ``plain read``: the same window read as a question reads it (``littlebird.reader.read``, one window, no
+  attention weights), the baseline the open's time compares with;
 - ``peak MB``: peak RSS growth while the explorer opens, over the process after the question (the model
   loaded and warm); beside it, the peak of the same window read plainly (``littlebird.reader.read``, one
   window, no attention: the model's own working set) and of the window's summary built with every layer's
@@ -75,6 +78,8 @@ def measure(length: int, what: str, threads: int) -> dict:
     from littlebird.reader import read, window_attention
 
     loaded = load_model(None)
+    if what == "explorer":
+        asking.warm_explorer()  # as the app does at start: the first open below is a user's first
     text, question = example_text()
     settings = asking.Settings(max_length=length)
     view = asking.ask("paste", question, settings, pasted=text)
@@ -115,9 +120,9 @@ def measure(length: int, what: str, threads: int) -> dict:
         row["summary_mb"] = sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack",
                                                                           "pack_reads")) / 2**20
     elif what == "read":
-        seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                             model_text=document.model_text, model_to_text=document.model_to_text, max_length=length,
-                             max_windows=1))
+        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
+                                             model_text=document.model_text, model_to_text=document.model_to_text,
+                                             max_length=length, max_windows=1))
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
     elif what == "held":
         def held():
@@ -146,12 +151,13 @@ def run_in_subprocess(length: int, what: str, threads: int) -> dict:
 def table(rows: list[dict]) -> str:
     """One line per window length."""
     by = {(r["length"], r["what"]): r for r in rows}
-    lines = ["| window (tokens) | open (s) | open again (s) | slider redraw (s) | metric redraw (s) | token redraw (s) "
-             "| figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) | token MB |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| window (tokens) | open (s) | open again (s) | plain read (s) | slider redraw (s) | metric redraw (s) "
+             "| token redraw (s) | figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) "
+             "| token MB |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for length in sorted({r["length"] for r in rows}):
         e, r, h = by[(length, "explorer")], by[(length, "read")], by[(length, "held")]
-        lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | {e['slider_s']:.3f} | "
+        lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | {r['read_s']:.2f} | "
+                     f"{e['slider_s']:.3f} | "
                      f"{e['metric_s']:.3f} | {e['token_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | "
                      f"{r['peak_mb']:.0f} | {h['peak_mb']:.0f} | {e['summary_mb']:.1f} | {e['token_mb']:.0f} |")
     return "\n".join(lines)

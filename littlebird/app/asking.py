@@ -25,7 +25,7 @@ from littlebird.app.fetch import looks_like_address
 from littlebird.app.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
-from littlebird.app.qa import QAResult, answer_question
+from littlebird.app.qa import WARM_QUESTION, WARM_SENTENCE, QAResult, answer_question
 from littlebird.modeling_littlebird import attention_weights_dtype
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowRecord, window_attention
 
@@ -188,8 +188,8 @@ def _summarize_target(target: ExplorerTarget,
     return summary, capture
 
 
-def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
-            metric: str = "pack") -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
+def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, metric: str = "pack",
+            remember: bool = True) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
     """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
     model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head`` (the head atlas
     for ``metric``, a key of ``app.head_metrics.METRICS``). The layers' inputs that the token view reads
@@ -197,18 +197,28 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
 
     Returns (summary, plots, seconds taken): the plots of ``figures.explorer_figures`` and ``rollout``. A model
     without attention to show (a baseline), or no target, gives no summary and the explorer's empty or
-    explanatory plots.
+    explanatory plots. ``remember=False`` keeps nothing for the token view (the app's warm-up).
     """
     clock = time.perf_counter()
     loaded = load_model(target.checkpoint if target else None)
     summary = None
     if target is not None and not loaded.explorer_note:
         summary, capture = _summarize_target(target, loaded)
-        if capture is not None:
+        if capture is not None and remember:
             token_view.CAPTURES.put(token_view.capture_key(target), capture)
     plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
     plots["rollout"] = rollout_figure(summary, loaded)  # drawn once a window: no slider changes it
     return summary, plots, time.perf_counter() - clock
+
+
+def warm_explorer(checkpoint: str | None = None) -> figures.AttentionSummary | None:
+    """Ask one question of a one-window text and open its explorer, keeping nothing for the token view, so that
+    the first user's explorer does not pay for the attention-weights pass's and plotly's first calls (0.2-0.5 s
+    of a 1K-token window's first open on 2 cores). Returns the summary drawn (None for a baseline)."""
+    text = " ".join([WARM_SENTENCE] * 40)  # ~700 tokens: one window
+    view = ask("paste", WARM_QUESTION, Settings(checkpoint=checkpoint), pasted=text)
+    summary, _, _ = explain(view.explorer, remember=False)
+    return summary
 
 
 def explain_token(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,

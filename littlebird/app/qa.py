@@ -111,10 +111,12 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
 
 
 # Five windows of plain text: the reader's whole path (tokenizing, ranking, several windows, decoding).
-_WARM_TEXT = " ".join(["The harbour town kept its lighthouse lit from dusk to dawn every night of the year."] * 260)
+WARM_SENTENCE = "The harbour town kept its lighthouse lit from dusk to dawn every night of the year."
+WARM_QUESTION = "When was the lighthouse lit?"
+_WARM_TEXT = " ".join([WARM_SENTENCE] * 260)
 
 
 def warm_up(model, tokenizer) -> None:
     """Read one question through the app's reader, so the first user's question does not pay for the model's
     first forward passes (allocations, kernel choices: about 1-2 s on CPU) or the answer tidying's start."""
-    read("When was the lighthouse lit?", _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span)
+    read(WARM_QUESTION, _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span)

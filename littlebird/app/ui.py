@@ -25,6 +25,7 @@ from littlebird.app.asking import (
     ask,
     explain,
     explain_token,
+    warm_explorer,
 )
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
@@ -35,7 +36,7 @@ from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, expl
 from littlebird.app.explorer_file import export_view
 from littlebird.app.token_view import token_message
 from littlebird.app.head_metrics import METRICS
-from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, load_model
+from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import ReadingStopped
@@ -97,6 +98,12 @@ give a web address or upload a file, or start from an example. The model reads w
 question ({seconds}), and the answer says how much it read."""
 
 
+def _warm_model(loaded: LoadedModel, model_path: str | None) -> None:
+    """The app's start, in the background: one question through the reader, then the explorer opened once."""
+    warm_up(loaded.model, loaded.tokenizer)
+    warm_explorer(model_path)
+
+
 def build_demo(
     model_path: str | None = None,
     *,
@@ -120,7 +127,7 @@ def build_demo(
     # not on the first question.
     threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True).start()
     threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True).start()
-    threading.Thread(target=warm_up, args=(loaded.model, loaded.tokenizer), name="warm-model", daemon=True).start()
+    threading.Thread(target=_warm_model, args=(loaded, model_path), name="warm-model", daemon=True).start()
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()

@@ -502,6 +502,21 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
         assert json.loads(archive.read(METADATA)) == metadata
 
 
+def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(settings):
+    from littlebird.app import token_view
+
+    token_view.CAPTURES.clear()
+    summary = asking.warm_explorer(TEST_MODEL)
+    # a real explorer pass over the warm-up's one window: every layer reduced, the question's answer in it
+    assert summary is not None and summary.block_maps.shape[0] == 2 and summary.n_tokens > 100
+    assert len(token_view.CAPTURES) == 0  # the cache's two windows stay the users'
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    asking.explain(view.explorer, remember=False)
+    assert len(token_view.CAPTURES) == 0
+    asking.explain(view.explorer)
+    assert len(token_view.CAPTURES) == 1
+
+
 def test_the_token_view_shows_any_token_of_the_explained_window(settings):
     from littlebird.app import token_view
 
