@@ -27,6 +27,7 @@ CPU's numbers (the app then runs the model in fp32: see ``littlebird.inference``
 table. The machines are shared: noise only adds time.
 
     python benchmarks/bench_explorer.py
+    python benchmarks/bench_explorer.py --lengths 8192 --runs 5   # medians of 5 fresh processes, and each run's open
     ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 python benchmarks/bench_explorer.py
 """
 
@@ -168,6 +169,9 @@ def main(argv=None) -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 8192], help="window lengths in tokens")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (fewer than the free cores: more only "
                                                                 "slows each small kernel down)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="fresh processes per measurement; with more than one, each cell is the median and a "
+                             "last table gives the first open's and the plain read's range")
     parser.add_argument("--one", nargs=2, metavar=("LENGTH", "WHAT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -177,9 +181,27 @@ def main(argv=None) -> int:
 
     print(cpu_line())
     print(f"torch threads: {args.threads}; the app's CPU mode: {resolve_cpu_mode('auto')}")
-    rows = [run_in_subprocess(length, what, args.threads) for length in args.lengths for what in MEASUREMENTS]
+    rows = [median_row([run_in_subprocess(length, what, args.threads) for _ in range(max(1, args.runs))])
+            for length in args.lengths for what in MEASUREMENTS]
     print(table(rows))
+    if args.runs > 1:
+        by = {(r["length"], r["what"]): r for r in rows}
+        print(f"\n| window (tokens) | open, {args.runs} runs | plain read, {args.runs} runs |\n|---:|---|---|")
+        for length in args.lengths:
+            e, r = by[(length, "explorer")], by[(length, "read")]
+            print(f"| {e['window_tokens']:,} | {', '.join(f'{t:.2f}' for t in e['runs']['open_s'])} s | "
+                  f"{', '.join(f'{t:.2f}' for t in r['runs']['read_s'])} s |")
     return 0
+
+
+def median_row(runs: list[dict]) -> dict:
+    """One row of several runs of one measurement: the median of each number, and every run's numbers."""
+    row = dict(runs[0])
+    numbers = [key for key, value in row.items() if isinstance(value, float)]
+    for key in numbers:
+        row[key] = statistics.median(run[key] for run in runs)
+    row["runs"] = {key: [run[key] for run in runs] for key in numbers}
+    return row
 
 
 if __name__ == "__main__":
