@@ -43,8 +43,8 @@ on a newer one, run with ``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_
         ranked=runs/eval/ranked-dev-en-long.json,runs/eval/ranked-dev-ko-long.json
 
 ``--f1 READER[@WINDOW]=RESULT.json[,RESULT.json]`` prints beside each reader (of that window length) the F1 of
-files that ``littlebird evaluate --output`` wrote for it (the long dev file, say), so one table holds both costs. Without a checkpoint the weights are random (seeded): speed does not depend on
-them. Lengths count the whole input, [CLS] [QUESTION] question [SEP] document. The machines are
+files that ``littlebird evaluate --output`` wrote for it (the long dev file, say), so one table holds both
+costs. Without a checkpoint the weights are random (seeded): speed does not depend on them. Lengths count the whole input, [CLS] [QUESTION] question [SEP] document. The machines are
 shared: compare rows within one run and read the min/max spread.
 """
 
@@ -218,7 +218,8 @@ def page_rows(model, tokenizer, readers: list[str], max_length: int, args) -> li
                                    model_text=document.model_text, model_to_text=document.model_to_text)
                      for q in example.questions]
             slowest = max(timed, key=lambda r: r["median_s"])
-            rows.append({"page": example.path.name, "reader": reader, "max_length": max_length, "questions": len(timed), "tokens": slowest["tokens"],
+            rows.append({"page": example.path.name, "reader": reader, "max_length": max_length, "questions": len(timed),
+                         "tokens": slowest["tokens"],
                          "median_s": statistics.median(r["median_s"] for r in timed), "max_s": slowest["median_s"],
                          "windows": windows_read(slowest), "mean_windows": statistics.fmean(r["windows"] for r in timed)})
     return rows

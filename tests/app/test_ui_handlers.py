@@ -507,7 +507,7 @@ def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(
 
     token_view.CAPTURES.clear()
     summary = asking.warm_explorer(TEST_MODEL)
-    # a real explorer pass over the warm-up's one window: every layer reduced, the question's answer in it
+    # a real explorer pass over the warm-up's one window: both layers of the tiny model reduced
     assert summary is not None and summary.block_maps.shape[0] == 2 and summary.n_tokens > 100
     assert len(token_view.CAPTURES) == 0  # the cache's two windows stay the users'
     view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
