@@ -3,10 +3,14 @@
 For each window length (default 1,024 and 8,192 tokens) the shipped checkpoint answers a question about a
 long document (the four example pages, cleaned and joined: ~15K tokens), as the app does, and then:
 
-- ``open``: ``app.asking.explain`` on the best answer's window (the window read again with attention
-  weights, each layer reduced as the model computes it, the figures drawn) and the figures' JSON, which is
-  what the page receives; once, as after a question (after ``app.asking.warm_explorer``, as the app runs it
-  at start), and ``open again`` for the same window;
+- ``open``: ``app.asking.explain`` on the best answer's window (each layer's attention weights rebuilt from
+  the layer inputs the question's reading kept of that window, and reduced; the figures drawn) and the
+  figures' JSON, which is what the page receives; once, as after a question (after
+  ``app.asking.warm_explorer``, as the app runs it at start), ``open again`` for the same window, and
+  ``open, not kept``: a window whose inputs were not kept (another window, or one the reading let go), which
+  is run again with attention weights, each layer reduced as the model computes it;
+- ``ask``: the question itself through ``app.asking.ask`` (the reading keeps its windows' layer inputs), and
+  ``ask, keeping none``: the same with ``explorable=False``, as the API asks, each the median of 3;
 - ``slider``: redrawing for another layer or head (``app.explorer.explore``: block map, answer tokens,
   pack slots, BiALiBi curves and head atlas) and its JSON, median of 6;
 - ``metric``: another head-atlas metric (``atlas_figure`` and the menu's ``atlas_cells``), median of 5;
@@ -100,6 +104,8 @@ def measure(length: int, what: str, threads: int) -> dict:
         row["open_s"] = seconds(open_explorer)
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
         row["open_again_s"] = seconds(open_explorer)
+        token_view.CAPTURES.clear()
+        row["open_pass_s"] = seconds(open_explorer)
         row["window_tokens"] = summary.n_tokens  # [CLS] [QUESTION] question [SEP] and the window's document tokens
         heads = [(layer, head) for layer in range(loaded.num_layers) for head in range(loaded.num_heads)][1:7]
         row["slider_s"] = statistics.median(
@@ -120,6 +126,10 @@ def measure(length: int, what: str, threads: int) -> dict:
         row["token_mb"] = token_view.CAPTURES.get(token_view.capture_key(target)).nbytes / 2**20
         row["summary_mb"] = sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack",
                                                                           "pack_reads")) / 2**20
+        for explorable, name in ((False, "ask_plain_s"), (True, "ask_s")):  # last: they refill the kept windows
+            row[name] = statistics.median(
+                seconds(lambda: asking.ask("paste", question, settings, pasted=text, explorable=explorable))
+                for _ in range(3))
     elif what == "read":
         row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
                                              model_text=document.model_text, model_to_text=document.model_to_text,
@@ -152,12 +162,14 @@ def run_in_subprocess(length: int, what: str, threads: int) -> dict:
 def table(rows: list[dict]) -> str:
     """One line per window length."""
     by = {(r["length"], r["what"]): r for r in rows}
-    lines = ["| window (tokens) | open (s) | open again (s) | plain read (s) | slider redraw (s) | metric redraw (s) "
+    lines = ["| window (tokens) | open (s) | open again (s) | open, not kept (s) | plain read (s) | ask (s) "
+             "| ask, keeping none (s) | slider redraw (s) | metric redraw (s) "
              "| token redraw (s) | figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) "
-             "| token MB |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| token MB |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for length in sorted({r["length"] for r in rows}):
         e, r, h = by[(length, "explorer")], by[(length, "read")], by[(length, "held")]
-        lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | {r['read_s']:.2f} | "
+        lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | "
+                     f"{e['open_pass_s']:.2f} | {r['read_s']:.2f} | {e['ask_s']:.2f} | {e['ask_plain_s']:.2f} | "
                      f"{e['slider_s']:.3f} | "
                      f"{e['metric_s']:.3f} | {e['token_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | "
                      f"{r['peak_mb']:.0f} | {h['peak_mb']:.0f} | {e['summary_mb']:.1f} | {e['token_mb']:.0f} |")
@@ -186,11 +198,11 @@ def main(argv=None) -> int:
     print(table(rows))
     if args.runs > 1:
         by = {(r["length"], r["what"]): r for r in rows}
-        print(f"\n| window (tokens) | open, {args.runs} runs | plain read, {args.runs} runs |\n|---:|---|---|")
+        print(f"\n| window (tokens) | open, {args.runs} runs | open, not kept | plain read |\n|---:|---|---|---|")
         for length in args.lengths:
             e, r = by[(length, "explorer")], by[(length, "read")]
-            print(f"| {e['window_tokens']:,} | {', '.join(f'{t:.2f}' for t in e['runs']['open_s'])} s | "
-                  f"{', '.join(f'{t:.2f}' for t in r['runs']['read_s'])} s |")
+            print(f"| {e['window_tokens']:,} | " + " | ".join(", ".join(f"{t:.2f}" for t in times) + " s" for times in
+                                                            (e["runs"]["open_s"], e["runs"]["open_pass_s"], r["runs"]["read_s"])) + " |")
     return 0
 
 

@@ -398,7 +398,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     is read from the three weight tensors returned, so gradients reach them (``retain_grad``). Query
     blocks are processed ``chunk_blocks`` at a time, which bounds the temporaries at O(chunk * (4b + s))
     without changing the result; weights of several chunks are written into the returned tensors chunk by
-    chunk (never held twice), off that path, as the layer only chunks without gradients.
+    chunk (never held twice), off that path, as the layer only chunks without gradients. ``v`` and ``packed_v``
+    None: the weights alone, no output (``LittleBirdLayer.attention_weights``).
     """
     B, h, n, d = q.shape
     b = geometry.block_size
@@ -406,12 +407,14 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     s = packed_k.shape[2]
     K = s + 4 * b  # keys per query block
     scale = 1.0 / math.sqrt(d)
-    q, k, v = (t.reshape(B, h, nb, b, d) for t in (q, k, v))  # views: each chunk copies only its own part
+    weights_only = v is None
+    q, k = (t.reshape(B, h, nb, b, d) for t in (q, k))  # views: each chunk copies only its own part
+    v = None if weights_only else v.reshape(B, h, nb, b, d)
     chunk_blocks = nb if chunk_blocks is None else max(1, chunk_blocks)
     # Without gradients, weights are softmaxed in place and several chunks' outputs are written into one
     # (B, n, h, d) tensor, which merge_heads then reads without a copy (at 8K tokens each copy is 12.6 MB).
     in_place = not torch.is_grad_enabled()
-    context = q.new_empty(B, n, h, d).transpose(1, 2) if chunk_blocks < nb else None
+    context = q.new_empty(B, n, h, d).transpose(1, 2) if chunk_blocks < nb and not weights_only else None
     weights = None
     stored = getattr(_RETURNED_WEIGHTS, "dtype", None) if in_place else None  # see attention_weights_dtype
     stored = q.dtype if stored is None else stored
@@ -421,7 +424,7 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
         end = min(nb, start + chunk_blocks)
         m = end - start
         keys = _window_keys(packed_k, k, start, end).view(B, h * m, K, d)
-        values = _window_keys(packed_v, v, start, end).view(B, h * m, K, d)
+        values = None if weights_only else _window_keys(packed_v, v, start, end).view(B, h * m, K, d)
         queries = q[:, :, start:end].reshape(B, h * m, b, d)
         terms = geometry.bias_terms(s, start, end)  # (Bt, 4, m, b, K), Bt = B or 1
         bias = bialibi.window_bias(terms, q.dtype, keep=m == nb).view(terms.shape[0], h * m, b, K)  # -[D_P; D] + mask
@@ -439,6 +442,8 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
             else:
                 for returned, part in zip(weights, parts):
                     returned[:, :, start:end] = part
+            if weights_only:
+                continue
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
         else:
             out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=scale)
@@ -579,20 +584,23 @@ def pack_attention(projections: AttentionProjections, p, x, key_valid, dropout_p
     """C_P = Attn(P, X): the s packed queries read the whole (unpadded part of the) input. O(s n)."""
     q = projections.split_heads(projections.query(p))  # (B, h, s, d)
     k, v = projections.key_value(x)  # (B, h, n, d)
-    mask = key_valid[:, None, None, :]  # (B, 1, 1, n)
     if output_attentions:
-        # in place: at 8K tokens each (B, h, s, n) copy is 25 MB more at the layer's peak
-        scores = (q @ k.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
-        scores = scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
-        if torch.is_grad_enabled() or scores.dtype != torch.float32:
-            weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # (B, h, s, n)
-        else:
-            weights = torch.softmax(scores, dim=-1, out=scores)
+        weights = pack_weights(q, k, key_valid)
         out = F.dropout(weights, p=dropout_p) @ v
     else:
         weights = None
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_valid[:, None, None, :], dropout_p=dropout_p)
     return projections.merge_heads(out), weights
+
+
+def pack_weights(q, k, key_valid):
+    """softmax(Q(P) K(X)^T / sqrt(d)) over the real tokens: (B, h, s, n), the pack attention's weights."""
+    # in place: at 8K tokens each (B, h, s, n) copy is 25 MB more at the layer's peak
+    scores = (q @ k.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
+    scores = scores.masked_fill_(~key_valid[:, None, None, :], torch.finfo(scores.dtype).min)
+    if torch.is_grad_enabled() or scores.dtype != torch.float32:
+        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.softmax(scores, dim=-1, out=scores)
 
 
 def _drop_unused_pack_layer_norm(layer, state_dict, prefix, *args):
@@ -634,7 +642,7 @@ class LittleBirdLayer(nn.Module):
         """(X (B, n, H), P (B, s, H)) -> (X', P' or None in the last layer, attentions or None)."""
         attn_dropout = self.config.attention_probs_dropout_prob if self.training else 0.0
         # C_P = Attn(P, X);  P' = LayerNorm(C_P + P), for the next layer
-        c_p, pack_weights = pack_attention(self.pack_attention, p, x, geometry.key_valid, attn_dropout, output_attentions)
+        c_p, pack_w = pack_attention(self.pack_attention, p, x, geometry.key_valid, attn_dropout, output_attentions)
         c_p = self.dropout(c_p)
         p_next = None if self.pack_layer_norm is None else self.pack_layer_norm(c_p + p)
         # C_X = USWAttn(X, C_P): the unpack attention's own K and V read both C_P and X
@@ -642,25 +650,44 @@ class LittleBirdLayer(nn.Module):
         q = att.split_heads(att.query(x))  # (B, h, n, d)
         k, v = att.key_value(x)
         packed_k, packed_v = att.key_value(c_p)  # (B, h, s, d)
-        chunk = None if torch.is_grad_enabled() else max(1, self.config.query_chunk_tokens // geometry.block_size)
-        if output_attentions and chunk is not None and chunk < geometry.num_blocks:
-            # With weights each chunk also forms its scores and bias (16 MB each for 1,024 tokens): half the chunk
-            # bounds them, and is no slower on CPU.
-            chunk = max(1, chunk // 2)
         usw_attention = attention_backend(self.config.attention_backend)
         context, weights = usw_attention(q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout,
-                                         output_attentions, chunk)
+                                         output_attentions, self._query_chunk(geometry, output_attentions))
         c_x = self.dropout(att.merge_heads(context))
         # A = LayerNorm(C_X + X);  X' = LayerNorm(FFN(A) + A)
         a = self.attention_layer_norm(c_x + x)
         x_next = self.feed_forward(a)
-        attentions = None
-        if output_attentions:
-            local, global_, packed = weights
-            attentions = LittleBirdAttentions(local, global_, packed, pack_weights, geometry.query_valid,
-                                              position_ids=geometry.position_ids,
-                                              bias_coefficients=self.bialibi.bias_coefficients().detach())
+        attentions = self._attentions(weights, pack_w, geometry) if output_attentions else None
         return x_next, p_next, attentions
+
+    def attention_weights(self, x, p, c_p, geometry: BlockGeometry) -> LittleBirdAttentions:
+        """The weights ``forward(x, p, geometry, output_attentions=True)`` returns, from the layer's inputs X and P
+        and the C_P its pack attention made of them, without the layer's output: for a viewer of a pass already
+        run, 3 of a token's 14 H x H products in the layer (the pack and unpack keys, the queries), no feed-forward."""
+        pack, att = self.pack_attention, self.attention
+        pack_w = pack_weights(pack.split_heads(pack.query(p)), pack.split_heads(pack.key(x)), geometry.key_valid)
+        q, k = att.split_heads(att.query(x)), att.split_heads(att.key(x))  # (B, h, n, d)
+        packed_k = att.split_heads(att.key(c_p))  # (B, h, s, d)
+        _, weights = usw_attention_blocked(q, k, None, packed_k, None, geometry, self.bialibi, output_attentions=True,
+                                           chunk_blocks=self._query_chunk(geometry, True))
+        return self._attentions(weights, pack_w, geometry)
+
+    def _query_chunk(self, geometry: BlockGeometry, output_attentions: bool) -> Optional[int]:
+        """Query blocks per chunk of the unpack attention: all at once with gradients."""
+        if torch.is_grad_enabled():
+            return None
+        chunk = max(1, self.config.query_chunk_tokens // geometry.block_size)
+        if output_attentions and chunk < geometry.num_blocks:
+            # With weights each chunk also forms its scores and bias (16 MB each for 1,024 tokens): half the chunk
+            # bounds them, and is no slower on CPU.
+            chunk = max(1, chunk // 2)
+        return chunk
+
+    def _attentions(self, weights, pack_w, geometry: BlockGeometry) -> LittleBirdAttentions:
+        local, global_, packed = weights
+        return LittleBirdAttentions(local, global_, packed, pack_w, geometry.query_valid,
+                                    position_ids=geometry.position_ids,
+                                    bias_coefficients=self.bialibi.bias_coefficients().detach())
 
     def feed_forward(self, a):
         """X' = LayerNorm(FFN(A) + A). Without gradients, in chunks of ``query_chunk_tokens`` tokens: the

@@ -605,6 +605,18 @@ def _attention_layers(model) -> list:
     return [layer for layer in getattr(encoder, "layer", ()) if isinstance(layer, LittleBirdLayer)]
 
 
+def _layout(tokenizer, input_ids, attention_mask, window: int, prefix_length: int, document_start: int,
+            encoded: EncodedText) -> WindowAttention:
+    """Window ``window`` of ``input_ids`` as a WindowAttention without attentions: its tokens and their spans."""
+    n = int(attention_mask[window].sum())
+    n_document = n - prefix_length
+    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
+    return WindowAttention(attentions=(), token_spans=spans,
+                           tokens=tokenizer.convert_ids_to_tokens(input_ids[window, :n].tolist()),
+                           question_length=prefix_length, window=window,
+                           document_tokens=(document_start, document_start + n_document))
+
+
 def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,
                       document_start: int, encoded: EncodedText,
                       reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
@@ -614,13 +626,9 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
     instead of its weights, taken as each layer returns them (a forward hook), so that only one layer's
     weights exist at a time: a layer's compact weights of an 8K-token window take ~150 MB.
     """
-    n = int(attention_mask[window].sum())
+    found = _layout(tokenizer, input_ids, attention_mask, window, prefix_length, document_start, encoded)
+    n = len(found.tokens)
     ids = input_ids[window : window + 1, :n]
-    n_document = n - prefix_length
-    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
-    found = WindowAttention(attentions=(), token_spans=spans, tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-                            question_length=prefix_length, window=window,
-                            document_tokens=(document_start, document_start + n_document))
     reduced = []
     owner = threading.get_ident()
 
@@ -804,6 +812,24 @@ def window_attention(question: str, text: str, *, model, tokenizer, document_sta
     holds what it made of them: only one layer's weights are held at a time. None for a model without
     attention outputs (the baselines) or a document without tokens.
     """
+    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
+                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
+    return None if inputs is None else _window_attention(model, tokenizer, *inputs, reduce_layer)
+
+
+def window_layout(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
+                  model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH) -> WindowAttention | None:
+    """The window of :func:`window_attention` without running the model: its tokens, their spans in ``text`` and
+    the question's length, with no ``attentions``. None for a document without tokens."""
+    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
+                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
+    return None if inputs is None else _layout(tokenizer, *inputs)
+
+
+def _explained_window(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None,
+                      model_to_text, max_length: int | None) -> tuple | None:
+    """(input_ids, attention_mask, window 0, prefix length, document_start, EncodedText) of the window
+    :func:`read` read from ``document_start``, as :func:`_window_attention` takes them; None without tokens."""
     max_length = window_length(model, max_length)
     ids = special_ids(tokenizer, model)
     encoded = encode_text(text if model_text is None else model_text, tokenizer, text=text, model_to_text=model_to_text)
@@ -812,6 +838,5 @@ def window_attention(question: str, text: str, *, model, tokenizer, document_sta
     prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
     capacity = window_capacity(len(encoded.input_ids), len(prefix), max_length)
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, [document_start], capacity, ids.pad)
-    return _window_attention(model, tokenizer, input_ids, attention_mask, 0, len(prefix), document_start, encoded,
-                             reduce_layer)
+    return input_ids, attention_mask, 0, len(prefix), document_start, encoded
 

@@ -3,13 +3,15 @@
 ``ask`` reads the document (``app.documents``), loads the model (``app.models``), runs the reader
 within the limits of ``app.limits`` and renders the result (``app.payloads``); ``answer_document``
 is the /answer endpoint's version of it. The attention explorer is not part of a question: the
-answer shows as soon as the reader is done, and ``explain`` runs the answer's window again for its
-attention only when the explorer is opened. All take and return plain data, so tests call them
-without a browser.
+answer shows as soon as the reader is done, and ``explain`` computes the attention of the answer's
+window only when the explorer is opened, from the layer inputs the reading kept of that window
+(``app.token_view.keeping_reading``), or by running the window again. All take and return plain data,
+so tests call them without a browser.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +29,8 @@ from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import WARM_QUESTION, WARM_SENTENCE, QAResult, answer_question
 from littlebird.modeling_littlebird import attention_weights_dtype
-from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowRecord, window_attention
+from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, WindowRecord,
+                               window_attention, window_layout)
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
 MAX_WINDOWS_CHOICES = (1, 64)  # the settings slider's range: windows the model reads per question
@@ -168,6 +171,41 @@ class ExplorerTarget:
         return answers + [(figures.window_label(i, w), f"window:{i}") for i, w in enumerate(self.windows)]
 
 
+def _layout(target: ExplorerTarget, loaded: LoadedModel) -> WindowAttention | None:
+    """The tokens of ``target``'s window and their spans in the document, without running the model."""
+    document = target.document
+    return window_layout(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
+                         document_start=target.document_start, model_text=document.model_text,
+                         model_to_text=document.model_to_text, max_length=target.max_length)
+
+
+def _keep_for_explorer(target: ExplorerTarget, kept: token_view.ReadingInputs, loaded: LoadedModel) -> None:
+    """Put what the reading kept of ``target``'s window, if it did, in ``token_view.CAPTURES``, where ``explain``
+    and the token view find it."""
+    place = target.windows[target.window].read
+    inputs = None if place is None else kept.window(place)
+    window = None if inputs is None else _layout(target, loaded)
+    if window is not None:
+        capture = inputs.capture(token_view.window_tokens(window, target.document.text),
+                                 question_length=window.question_length,
+                                 answer_positions=figures.answer_positions(window, target.answer_span))
+        token_view.CAPTURES.put(token_view.capture_key(target), capture)
+
+
+def _summarize_kept(target: ExplorerTarget, loaded: LoadedModel,
+                    capture: token_view.TokenCapture) -> tuple[figures.AttentionSummary | None, token_view.TokenCapture]:
+    """The window's summary from the layer inputs kept of its pass (``token_view.layer_weights``), each layer
+    reduced as it is rebuilt, and the capture following ``target``'s answer."""
+    window = _layout(target, loaded)
+    if window is None:
+        return None, capture
+    reduce = figures.LayerReduction(target.answer_span, loaded.block_size)
+    window.attentions = tuple(reduce(window, weights) for weights in token_view.layer_weights(capture, loaded.model))
+    summary = figures.summarize_window(window, text=target.document.text, answer_span=target.answer_span,
+                                       block_size=loaded.block_size)
+    return summary, replace(capture, answer_positions=tuple(figures.answer_positions(window, target.answer_span)))
+
+
 @_gpu_task
 def _summarize_target(target: ExplorerTarget,
                       loaded: LoadedModel) -> tuple[figures.AttentionSummary | None, token_view.TokenCapture | None]:
@@ -190,10 +228,12 @@ def _summarize_target(target: ExplorerTarget,
 
 def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, metric: str = "pack",
             remember: bool = True) -> tuple[figures.AttentionSummary | None, dict[str, Any], float]:
-    """The explorer for ``target``: its window run again with attention weights, each layer reduced as the
-    model computes it (``figures.LayerReduction``), and drawn for ``layer`` and ``head`` (the head atlas
-    for ``metric``, a key of ``app.head_metrics.METRICS``). The layers' inputs that the token view reads
-    are kept from the same pass (``token_view.CAPTURES``).
+    """The explorer for ``target``: its window's attention weights, each layer reduced as it is computed
+    (``figures.LayerReduction``), drawn for ``layer`` and ``head`` (the head atlas for ``metric``, a key of
+    ``app.head_metrics.METRICS``). Where ``token_view.CAPTURES`` holds the window's layer inputs (kept by the
+    reading for its best answer's window, or by an earlier open) each layer's weights are rebuilt from them,
+    without the layers' outputs and feed-forwards: a quarter of the work of running the window again, which is
+    done otherwise, keeping the layer inputs that the token view reads from the same pass.
 
     Returns (summary, plots, seconds taken): the plots of ``figures.explorer_figures`` and ``rollout``. A model
     without attention to show (a baseline), or no target, gives no summary and the explorer's empty or
@@ -203,21 +243,31 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, met
     loaded = load_model(target.checkpoint if target else None)
     summary = None
     if target is not None and not loaded.explorer_note:
-        summary, capture = _summarize_target(target, loaded)
+        key = token_view.capture_key(target)
+        capture = token_view.CAPTURES.get(key)
+        if capture is not None and capture.pack_inputs:
+            summary, capture = _summarize_kept(target, loaded, capture)
+        else:
+            summary, capture = _summarize_target(target, loaded)
         if capture is not None and remember:
-            token_view.CAPTURES.put(token_view.capture_key(target), capture)
+            token_view.CAPTURES.put(key, capture)
     plots = explorer_plots(summary, loaded, layer=layer, head=head, metric=metric)
     plots["rollout"] = rollout_figure(summary, loaded)  # drawn once a window: no slider changes it
     return summary, plots, time.perf_counter() - clock
 
 
 def warm_explorer(checkpoint: str | None = None) -> figures.AttentionSummary | None:
-    """Ask one question of a one-window text and open its explorer, keeping nothing for the token view, so that
-    the first user's explorer does not pay for the attention-weights pass's and plotly's first calls (0.2-0.5 s
-    of a 1K-token window's first open on 2 cores). Returns the summary drawn (None for a baseline)."""
+    """Ask one question of a one-window text and open its explorer both ways (from the layer inputs the reading
+    kept, then by a pass of the window), keeping nothing for the token view, so that the first user's explorer
+    does not pay for the attention-weights pass's and plotly's first calls (0.2-0.5 s of a 1K-token window's
+    first open on 2 cores). Returns the summary drawn (None for a baseline)."""
     text = " ".join([WARM_SENTENCE] * 40)  # ~700 tokens: one window
     view = ask("paste", WARM_QUESTION, Settings(checkpoint=checkpoint), pasted=text)
-    summary, _, _ = explain(view.explorer, remember=False)
+    summary, _, _ = explain(view.explorer, remember=False)  # from the layer inputs the reading kept
+    key = None if view.explorer is None else token_view.capture_key(view.explorer)
+    if key is not None and token_view.CAPTURES.get(key) is not None:
+        token_view.CAPTURES.forget(key)
+        summary, _, _ = explain(view.explorer, remember=False)  # by a pass of the window, as for a window not kept
     return summary
 
 
@@ -267,6 +317,7 @@ def ask(
     allow_local: bool = False,
     report: Report = silent,
     should_stop: Callable[[], bool] | None = None,
+    explorable: bool = True,
 ) -> AskView:
     """Answer ``question`` about the document from ``source``, with everything the page shows.
 
@@ -275,6 +326,9 @@ def ask(
     ``Limits.from_environment()`` (see ``app.limits``). Raises DocumentError or CheckpointError,
     whose text is for the user, and ``littlebird.reader.ReadingStopped`` when ``should_stop()``
     turns True while the model reads.
+
+    ``explorable``: keep the layer inputs of the window the explorer opens on (``token_view.keeping_reading``),
+    so that opening it does not run that window again; False for a caller without an explorer (the API).
     """
     limits = Limits.from_environment()
     document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report,
@@ -288,7 +342,10 @@ def ask(
         report(0.3 + 0.65 * done / total, f"{running}: window {done} of {total} read")
 
     callbacks = {} if _ON_ZERO_GPU else {"on_window": on_window, "should_stop": should_stop}  # none reach ZeroGPU's worker
-    result = run_qa(document, question, loaded, settings, limits, **callbacks)
+    # On ZeroGPU the reading runs in another process, whose layers no hook here reaches.
+    keeping = token_view.keeping_reading(loaded.model) if explorable and not _ON_ZERO_GPU else contextlib.nullcontext()
+    with keeping as kept:
+        result = run_qa(document, question, loaded, settings, limits, **callbacks)
     report(1.0, "Done")
     view = AskView(
         answer_html=answer_card(result),
@@ -299,6 +356,8 @@ def ask(
         document=document,
     )
     view.explorer = ExplorerTarget.of(view, question, settings)
+    if kept is not None and view.explorer is not None and not loaded.explorer_note:
+        _keep_for_explorer(view.explorer, kept, loaded)
     return view
 
 
@@ -317,5 +376,5 @@ def answer_document(
     source = "url" if looks_like_address(document) else "paste"
     settings = Settings(checkpoint=checkpoint)
     view = ask(source, question, settings, pasted=document, url=(document or "").strip(), allow_local=allow_local,
-               should_stop=should_stop)
+               should_stop=should_stop, explorable=False)
     return api_payload(view.result, view.document)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,8 +29,8 @@ import torch
 from plotly.subplots import make_subplots
 
 from littlebird.app.figures import LABEL_CHARS, _layout, _message_figure
-from littlebird.modeling_littlebird import LittleBirdLayer, pair_terms
-from littlebird.reader import _attention_layers
+from littlebird.modeling_littlebird import LittleBirdLayer, attention_weights_dtype, build_block_geometry, pair_terms
+from littlebird.reader import _attention_layers, model_device
 
 if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
@@ -60,6 +60,7 @@ class TokenCapture:
     tokens: tuple[str, ...]  # per window token, its text (the tokenizer's piece for special and question tokens)
     question_length: int = 0  # tokens of [CLS] [QUESTION] question [SEP]
     answer_positions: tuple[int, ...] = ()  # the window tokens of the answer followed
+    pack_inputs: tuple[torch.Tensor, ...] = ()  # per layer (s, H) fp32: the layer's P, which its pack attention reads
 
     @property
     def n_tokens(self) -> int:
@@ -80,30 +81,71 @@ class TokenCapture:
     @property
     def nbytes(self) -> int:
         """Bytes held by the tensors."""
-        tensors = (*self.hidden, *self.packed, self.position_ids, self.key_valid)
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return _nbytes((*self.hidden, *self.packed, *self.pack_inputs, self.position_ids, self.key_valid))
+
+    def _allocate(self, layers: int, n: int, s: int, H: int, dtype: torch.dtype) -> None:
+        # One block per kind for the whole pass, filled layer by layer: a dozen separate copies a window, held
+        # while the model's temporaries come and go, fragment the allocator's heap, and the reading's own
+        # allocations then fault in fresh pages (measured: 8% slower windows on 2 cores).
+        self._buffers = (torch.empty(layers, n, H, dtype=dtype), torch.empty(2, layers, s, H))
+
+    def _take_input(self, x: torch.Tensor, p: torch.Tensor) -> None:
+        layer = len(self.hidden)
+        self.hidden.append(self._buffers[0][layer].copy_(x))  # (n_padded, H)
+        self.pack_inputs.append(self._buffers[1][0, layer].copy_(p))  # (s, H)
+
+    def _take_pack(self, c_p: torch.Tensor) -> None:
+        self.packed.append(self._buffers[1][1, len(self.packed)].copy_(c_p))  # C_P (s, H)
+
+
+def _nbytes(tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
 
 class LayerInputs:
-    """What :func:`capturing` collected from one forward pass of the model, layer by layer."""
+    """What :func:`capturing` or :func:`keeping_reading` collected of one window's forward pass, layer by layer."""
 
     def __init__(self) -> None:
         self.hidden: list[torch.Tensor] = []
         self.packed: list[torch.Tensor] = []
+        self.pack_inputs: list[torch.Tensor] = []
         self.position_ids: torch.Tensor | None = None
         self.key_valid: torch.Tensor | None = None
         self.block_size = 0
         self.compute_dtype = torch.float32
+        self._buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tensors."""
+        return _nbytes((*self.hidden, *self.packed, *self.pack_inputs, self.position_ids, self.key_valid))
+
+    def _allocate(self, layers: int, n: int, s: int, H: int, dtype: torch.dtype) -> None:
+        # One block per kind for the whole pass, filled layer by layer: a dozen separate copies a window, held
+        # while the model's temporaries come and go, fragment the allocator's heap, and the reading's own
+        # allocations then fault in fresh pages (measured: 8% slower windows on 2 cores).
+        self._buffers = (torch.empty(layers, n, H, dtype=dtype), torch.empty(2, layers, s, H))
+
+    def _take_input(self, x: torch.Tensor, p: torch.Tensor) -> None:
+        layer = len(self.hidden)
+        self.hidden.append(self._buffers[0][layer].copy_(x))  # (n_padded, H)
+        self.pack_inputs.append(self._buffers[1][0, layer].copy_(p))  # (s, H)
+
+    def _take_pack(self, c_p: torch.Tensor) -> None:
+        self.packed.append(self._buffers[1][1, len(self.packed)].copy_(c_p))  # C_P (s, H)
 
     def capture(self, tokens: Sequence[str], *, question_length: int = 0,
                 answer_positions: Sequence[int] = ()) -> TokenCapture:
-        """The :class:`TokenCapture` of the pass, its window's tokens labelled ``tokens``."""
-        if not self.hidden or len(self.hidden) != len(self.packed):
+        """The :class:`TokenCapture` of the pass, its window's tokens labelled ``tokens``. A window the reader ran
+        padded to a longer one's length (in a batch, or the document's last) keeps its own blocks only, as a pass
+        of the window alone has them."""
+        if not self.hidden or not len(self.hidden) == len(self.packed) == len(self.pack_inputs):
             raise ValueError(f"the pass left {len(self.hidden)} layer inputs and {len(self.packed)} pack outputs: "
                              "run the model once inside capturing()")
-        return TokenCapture(self.block_size, tuple(self.hidden), tuple(self.packed), self.position_ids,
-                            self.key_valid, self.compute_dtype, tuple(tokens), question_length,
-                            tuple(int(p) for p in answer_positions))
+        n = -(-len(tokens) // self.block_size) * self.block_size  # the window's tokens padded to whole blocks
+        return TokenCapture(self.block_size, tuple(x[:n] for x in self.hidden), tuple(self.packed),
+                            self.position_ids[:n], self.key_valid[:n], self.compute_dtype, tuple(tokens),
+                            question_length, tuple(int(p) for p in answer_positions), tuple(self.pack_inputs))
 
 
 def _keep_dtype(layer: LittleBirdLayer, x: torch.Tensor) -> torch.dtype:
@@ -117,36 +159,129 @@ def _keep_dtype(layer: LittleBirdLayer, x: torch.Tensor) -> torch.dtype:
 
 @contextmanager
 def capturing(model: Any, *, dtype: torch.dtype | None = None) -> Iterator[LayerInputs]:
-    """Keep each LittleBird layer's input X and C_P while ``model`` runs once (batch row 0), through forward
-    hooks that copy them to the CPU as each layer starts and packs. ``dtype`` overrides the 16 bits X is kept
-    in (tests keep fp32 to compare with the model exactly). Only this thread's passes are taken: the app's
+    """Keep each LittleBird layer's input X and P and its C_P while ``model`` runs once (batch row 0), through
+    forward hooks that copy them to the CPU as each layer starts and packs. ``dtype`` overrides the 16 bits X is
+    kept in (tests keep fp32 to compare with the model exactly). Only this thread's passes are taken: the app's
     model serves other questions meanwhile. A model without LittleBird layers leaves nothing."""
     inputs = LayerInputs()
-    thread = threading.get_ident()
-
-    def take_input(layer, args):
-        if threading.get_ident() != thread:
-            return
-        x, _, geometry = args[:3]  # LittleBirdLayer.forward(x, p, geometry, output_attentions)
-        if inputs.position_ids is None:
-            inputs.position_ids = geometry.position_ids[0].cpu().clone()
-            inputs.key_valid = geometry.key_valid[0].cpu().clone()
-            inputs.block_size = geometry.block_size
-            inputs.compute_dtype = x.dtype
-        inputs.hidden.append(x[0].to("cpu", dtype or _keep_dtype(layer, x), copy=True))  # (n_padded, H)
-
-    def take_pack(module, args, output):
-        if threading.get_ident() == thread:
-            inputs.packed.append(output[0].to("cpu", torch.float32, copy=True))  # C_P (s, H)
-
-    layers = _attention_layers(model)
-    hooks = [layer.register_forward_pre_hook(take_input) for layer in layers]
-    hooks += [layer.pack_attention.output.register_forward_hook(take_pack) for layer in layers]
+    hooks = _recording(model, lambda batch: [inputs], dtype)
     try:
         yield inputs
     finally:
         for hook in hooks:
             hook.remove()
+
+
+KEEP_BYTES = 128 * 2**20
+"""What :func:`keeping_reading` may hold while a question is read: ten 1,024-token windows of the shipped model
+(~12 MB each in 16 bits), or one 8K-token window and the one being read."""
+
+
+class ReadingInputs:
+    """The layer inputs of the windows one reading passed through the model (:func:`keeping_reading`), by their
+    place in the reading order (``littlebird.reader.WindowRecord.read``). Past ``budget`` bytes the windows the
+    model found least answerable are let go, the most answerable always kept: the explorer opens on the best
+    answer's window, which is almost always among them."""
+
+    def __init__(self, budget: int = KEEP_BYTES) -> None:
+        self.budget = budget
+        self._kept: dict[int, tuple[float, LayerInputs]] = {}  # reading place -> (answerable logit, inputs)
+        self._pass: list[LayerInputs] = []
+        self._read = 0
+
+    def window(self, place: int) -> LayerInputs | None:
+        """The inputs of the window read ``place``-th, if kept."""
+        kept = self._kept.get(place)
+        return None if kept is None else kept[1]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(inputs.nbytes for _, inputs in self._kept.values())
+
+    def _start_pass(self, batch: int) -> list[LayerInputs]:
+        self._pass = [LayerInputs() for _ in range(batch)]
+        return self._pass
+
+    def _end_pass(self, answerable_logits: Sequence[float]) -> None:
+        for row, inputs in enumerate(self._pass):
+            if inputs.hidden:
+                self._kept[self._read + row] = (float(answerable_logits[row]), inputs)
+        self._read += len(self._pass)
+        self._pass = []
+        while len(self._kept) > 1 and self.nbytes > self.budget:
+            # the least answerable goes; of equals, the one read later (ranked lower by the first pass)
+            del self._kept[min(self._kept, key=lambda place: (self._kept[place][0], -place))]
+
+
+@contextmanager
+def keeping_reading(model: Any, *, budget: int = KEEP_BYTES) -> Iterator[ReadingInputs]:
+    """Keep, while a question is read in this thread, each window's layer inputs as :func:`capturing` does, within
+    ``budget`` bytes, so the explorer can rebuild the attention of the window it opens on from them (each layer's
+    weights, ``LittleBirdLayer.attention_weights``) rather than run the window again. A model without LittleBird
+    layers keeps nothing."""
+    kept = ReadingInputs(budget)
+    thread = threading.get_ident()
+
+    def end_pass(module, args, output):
+        if threading.get_ident() == thread and kept._pass:
+            logits = getattr(output, "answerable_logits", None)
+            kept._end_pass([0.0] * len(kept._pass) if logits is None else logits.float().cpu().tolist())
+
+    hooks = _recording(model, kept._start_pass, None)
+    if hooks:
+        hooks.append(model.register_forward_hook(end_pass))
+    try:
+        yield kept
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def _recording(model: Any, start_pass: Callable[[int], list[LayerInputs]], dtype: torch.dtype | None) -> list:
+    """Forward hooks on ``model``'s LittleBird layers that fill, as each layer starts and packs in this thread,
+    the LayerInputs ``start_pass(batch size)`` gives for the pass's first rows when its first layer starts."""
+    layers = _attention_layers(model)
+    thread = threading.get_ident()
+    rows: list[LayerInputs] = []
+
+    def take_input(layer, args):
+        if threading.get_ident() != thread:
+            return
+        x, p, geometry = args[:3]  # LittleBirdLayer.forward(x, p, geometry, output_attentions)
+        if layer is layers[0]:
+            rows[:] = start_pass(x.shape[0])[: x.shape[0]]
+            for row, inputs in enumerate(rows):
+                inputs.position_ids = geometry.position_ids[row].cpu().clone()
+                inputs.key_valid = geometry.key_valid[row].cpu().clone()
+                inputs.block_size = geometry.block_size
+                inputs.compute_dtype = x.dtype
+                inputs._allocate(len(layers), x.shape[1], p.shape[1], x.shape[2], dtype or _keep_dtype(layer, x))
+        for row, inputs in enumerate(rows):
+            inputs._take_input(x[row], p[row])
+
+    def take_pack(module, args, output):
+        if threading.get_ident() == thread:
+            for row, inputs in enumerate(rows):
+                inputs._take_pack(output[row])
+
+    hooks = [layer.register_forward_pre_hook(take_input) for layer in layers]
+    return hooks + [layer.pack_attention.output.register_forward_hook(take_pack) for layer in layers]
+
+
+def layer_weights(capture: TokenCapture, model: Any) -> Iterator[Any]:
+    """Each layer's attention weights (``LittleBirdAttentions``, local, global and packed in float16) rebuilt from
+    the layer inputs ``capture`` holds with ``model``'s own layers, one layer at a time: what the window's pass
+    made, without its outputs or feed-forwards (``LittleBirdLayer.attention_weights``)."""
+    layers = _attention_layers(model)
+    device, dtype = model_device(model), capture.compute_dtype
+    with torch.inference_mode():
+        geometry = build_block_geometry(capture.position_ids[None].to(device), capture.key_valid[None].to(device),
+                                        capture.block_size, dtype)
+    for layer, x, p, c_p in zip(layers, capture.hidden, capture.pack_inputs, capture.packed):
+        with torch.inference_mode(), attention_weights_dtype(torch.float16):
+            weights = layer.attention_weights(x[None].to(device, dtype), p[None].to(device, dtype),
+                                              c_p[None].to(device, dtype), geometry)
+        yield replace(weights, length=capture.n_tokens)
 
 
 @dataclass(frozen=True)
@@ -335,6 +470,11 @@ class CaptureCache:
             self._captures.move_to_end(key)
             while len(self._captures) > self.size:
                 self._captures.popitem(last=False)
+
+    def forget(self, key: tuple | None) -> None:
+        """Let ``key``'s window go, if held."""
+        with self._lock:
+            self._captures.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._captures)

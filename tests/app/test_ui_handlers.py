@@ -510,7 +510,7 @@ def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(
     # a real explorer pass over the warm-up's one window: both layers of the tiny model reduced
     assert summary is not None and summary.block_maps.shape[0] == 2 and summary.n_tokens > 100
     assert len(token_view.CAPTURES) == 0  # the cache's two windows stay the users'
-    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT, explorable=False)
     asking.explain(view.explorer, remember=False)
     assert len(token_view.CAPTURES) == 0
     asking.explain(view.explorer)
@@ -547,3 +547,88 @@ def test_the_token_view_shows_any_token_of_the_explained_window(settings):
     np.testing.assert_array_equal(arrays["token_content"] + arrays["token_bias"], keys.score)
     np.testing.assert_array_equal(arrays["token_weight"], keys.weight)
     assert tuple(arrays["token_key_labels"]) == keys.labels and arrays["token_keys"].tolist() == keys.positions.tolist()
+
+
+BELLS = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
+
+
+def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window_alone(settings):
+    """The layer inputs kept while the reader reads, one window a pass or several (each row its own window),
+    rebuild each layer's weights as a pass of the window alone computes them."""
+    from littlebird.app import token_view
+    from littlebird.app.documents import read_document
+    from littlebird.reader import read, window_attention
+
+    loaded = models.load_model(TEST_MODEL)
+    document = read_document("paste", pasted=BELLS)
+    options = dict(model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text,
+                   model_to_text=document.model_to_text, max_length=512)
+    question = "When was the bell cast?"
+    with token_view.keeping_reading(loaded.model, budget=2**40) as kept:
+        reading = read(question, document.text, max_windows=None, window_batch_size=3, **options)
+    assert reading.n_windows == reading.windows_planned >= 4
+    for place, (start, _) in enumerate(reading.window_token_spans):
+        passed = window_attention(question, document.text, document_start=start, **options)
+        inputs = kept.window(place)
+        capture = inputs.capture(passed.tokens)
+        assert capture.n_tokens == len(passed.tokens) and capture.hidden[0].shape[0] % 64 == 0
+        rebuilt = list(token_view.layer_weights(capture, loaded.model))
+        assert len(rebuilt) == len(passed.attentions) == 2
+        for got, expected in zip(rebuilt, passed.attentions):
+            assert got.local.shape == expected.local.shape and got.pack.shape == expected.pack.shape
+            for name in ("local", "global_", "packed", "pack"):  # X kept in 16 bits: close, not equal
+                torch.testing.assert_close(getattr(got, name).float(), getattr(expected, name).float(), atol=2e-3,
+                                           rtol=0)
+
+
+def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
+    from littlebird.app import token_view
+    from littlebird.reader import read
+    from tests.qa_factories import tiny_model_for_tokenizer
+
+    model = tiny_model_for_tokenizer(0)  # its windows' answerable logits differ
+    with token_view.keeping_reading(model, budget=1) as kept:
+        reading = read("When was the bell cast?", BELLS, model=model, tokenizer=qa_tokenizer(), max_length=512,
+                       max_windows=4, stop_confidence=None, give_up_below=None)
+    logits = {w.read: w.answerable_logit for w in reading.windows if w.read is not None}
+    assert len(logits) == 4
+    best = max(logits, key=logits.get)
+    assert [place for place in logits if kept.window(place) is not None] == [best]  # one window: the most answerable
+    assert 0 < kept.nbytes == kept.window(best).nbytes
+
+
+def test_the_explorer_opens_on_the_answers_window_from_what_the_reading_kept(settings):
+    """After a question the explorer draws the answer's window without running the model, and draws what a pass
+    of the window draws; the API's questions keep nothing."""
+    from littlebird.app import token_view
+
+    token_view.CAPTURES.clear()
+    loaded = models.load_model(TEST_MODEL)
+    view = asking.ask("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=BELLS)
+    target = view.explorer
+    capture = token_view.CAPTURES.get(token_view.capture_key(target))
+    assert len(token_view.CAPTURES) == 1 and capture is not None and capture.pack_inputs
+    passes = []
+    hook = loaded.model.register_forward_hook(lambda *args: passes.append(1))
+    try:
+        kept_summary, kept_plots, _ = asking.explain(target, layer=1, head=2)
+        assert passes == []  # nothing ran through the model
+        token_view.CAPTURES.clear()
+        pass_summary, _, _ = asking.explain(target, layer=1, head=2)
+        assert passes == [1]
+    finally:
+        hook.remove()
+    assert kept_summary.n_tokens == pass_summary.n_tokens and kept_summary.answer_tokens == pass_summary.answer_tokens
+    assert kept_summary.answer_tokens  # the answer's tokens followed
+    for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout"):
+        np.testing.assert_allclose(getattr(kept_summary, name), getattr(pass_summary, name), atol=3e-3, rtol=0)
+    for metric, values in pass_summary.head_metrics.items():
+        np.testing.assert_allclose(kept_summary.head_metrics[metric], values, atol=3e-2, rtol=3e-3, err_msg=metric)
+    assert set(kept_plots) >= {"atlas", "rollout"}
+    # the token view reads the same inputs
+    keys, _ = asking.explain_token(target, layer=1, head=2)
+    assert keys.token == token_view.CAPTURES.get(token_view.capture_key(target)).default_token
+
+    token_view.CAPTURES.clear()
+    asking.answer_document(BELLS, "When was the bell cast?", checkpoint=TEST_MODEL)
+    assert len(token_view.CAPTURES) == 0

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from torch.testing import assert_close
 
 from littlebird.modeling_littlebird import BiALiBi, build_block_geometry, usw_attention_blocked
 from littlebird.reference import bialibi_matrix, dense_usw_attention
@@ -222,3 +223,33 @@ def test_a_chunked_forward_keeps_no_chunk_bias():
         whole = model(input_ids=ids).start_logits
     assert all(layer.bialibi._kept_bias is not None for layer in model.littlebird.encoder.layer)
     torch.testing.assert_close(chunked, whole, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("chunk_tokens", [64, 1024])  # query blocks in chunks of 4 (weights: 2), or all at once
+def test_a_layers_weights_from_its_inputs_are_those_of_its_forward(chunk_tokens):
+    """``LittleBirdLayer.attention_weights`` (no output, no feed-forward) rebuilds each layer's weights from the
+    layer's X and P and its pack attention's C_P, on a padded batch row and shifted positions."""
+    from tests.littlebird_factories import tiny_qa_model
+
+    model = tiny_qa_model(4, query_chunk_tokens=chunk_tokens)
+    n = 300
+    ids = torch.randint(5, 300, (2, n), generator=torch.Generator().manual_seed(2))
+    mask = torch.ones(2, n, dtype=torch.long)
+    mask[1, 230:] = 0
+    positions = torch.arange(n).expand(2, n).clone()
+    positions[:, 150:] += 37
+    inputs = []  # per layer (X, P, C_P)
+    layers = model.littlebird.encoder.layer
+    hooks = [layer.register_forward_pre_hook(lambda layer, args: inputs.append([args[0], args[1]])) for layer in layers]
+    hooks += [layer.pack_attention.output.register_forward_hook(lambda module, args, out: inputs[-1].append(out))
+              for layer in layers]
+    with torch.no_grad():
+        out = model.littlebird(ids, attention_mask=mask, position_ids=positions, output_attentions=True)
+        _, geometry, _ = model.littlebird.prepare(ids, mask, None, positions)
+        for layer, (x, p, c_p), expected in zip(layers, inputs, out.attentions):
+            got = layer.attention_weights(x, p, c_p, geometry)
+            for name in ("local", "global_", "packed", "pack", "query_valid", "position_ids", "bias_coefficients"):
+                assert_close(getattr(got, name), getattr(expected, name), atol=1e-6, rtol=1e-6)
+    for hook in hooks:
+        hook.remove()
+    assert len(inputs) == len(layers) == 2 and all(len(taken) == 3 for taken in inputs)
