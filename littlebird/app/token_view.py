@@ -4,11 +4,13 @@ head, and each key's score split into the content term q·k/√d and BiALiBi's t
 USWAttn gives token i of block q the keys [C_P (s pack slots); block 0 ([CLS] and the question); blocks q-1,
 q, q+1] and scores them q_i·k_j/√d - [D_P; D]_ij before one softmax (eq. 3.1 and section 3.2 of the paper).
 Holding every layer's q and k for every token of an 8K-token window would take ~150 MB in fp32, so
-:func:`capturing` keeps, during the explorer's existing pass, only what they are computed from: each layer's
-input X (in 16 bits, ~75 MB at 8K tokens for 12 layers of 384), its C_P (s x H, fp32) and the positions and
-padding BiALiBi measures distances with. :func:`token_keys` then projects the one query and its <= s + 4b
-keys through the layer's own modules and computes the bias with the model's own :func:`pair_terms` and
-``BiALiBi``: milliseconds, for any layer, head and token. :data:`CAPTURES` keeps the last two windows.
+:func:`keeping_reading` (while a question is read) and :func:`capturing` (during the explorer's pass of a window)
+keep only what they are computed from: each layer's input X (in 16 bits, ~74 MB at 8K tokens for 12 layers of
+384), its P and C_P (s x H, fp32) and the positions and padding BiALiBi measures distances with.
+:func:`token_keys` then projects the one query and its <= s + 4b keys through the layer's own modules and
+computes the bias with the model's own :func:`pair_terms` and ``BiALiBi``: milliseconds, for any layer, head
+and token; :func:`layer_weights` rebuilds every layer's weights from the same inputs, for the explorer's
+summary. :data:`CAPTURES` keeps the last two windows.
 
 :func:`token_figure` draws a :class:`TokenKeys` and never touches torch.
 """
@@ -41,7 +43,7 @@ score. A model that reads it in 16 bits anyway (bf16 weights, or bf16 linear lay
 which loses nothing."""
 
 MAX_WINDOWS = 2
-"""Windows whose layer inputs :data:`CAPTURES` keeps (~75 MB each at 8K tokens)."""
+"""Windows whose layer inputs :data:`CAPTURES` keeps (~74 MB each at 8K tokens)."""
 
 TITLE = "Any token: its keys, scores and weights"
 
@@ -174,7 +176,7 @@ def capturing(model: Any, *, dtype: torch.dtype | None = None) -> Iterator[Layer
 
 KEEP_BYTES = 128 * 2**20
 """What :func:`keeping_reading` may hold while a question is read: ten 1,024-token windows of the shipped model
-(~12 MB each in 16 bits), or one 8K-token window and the one being read."""
+(~11 MB each in 16 bits), or one 8K-token window (~74 MB) and the one being read."""
 
 
 class ReadingInputs:
