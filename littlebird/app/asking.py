@@ -245,7 +245,7 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, met
     if target is not None and not loaded.explorer_note:
         key = token_view.capture_key(target)
         capture = token_view.CAPTURES.get(key)
-        if capture is not None and capture.pack_inputs:
+        if capture is not None:
             summary, capture = _summarize_kept(target, loaded, capture)
         else:
             summary, capture = _summarize_target(target, loaded)

@@ -85,20 +85,6 @@ class TokenCapture:
         """Bytes held by the tensors."""
         return _nbytes((*self.hidden, *self.packed, *self.pack_inputs, self.position_ids, self.key_valid))
 
-    def _allocate(self, layers: int, n: int, s: int, H: int, dtype: torch.dtype) -> None:
-        # One block per kind for the whole pass, filled layer by layer: a dozen separate copies a window, held
-        # while the model's temporaries come and go, fragment the allocator's heap, and the reading's own
-        # allocations then fault in fresh pages (measured: 8% slower windows on 2 cores).
-        self._buffers = (torch.empty(layers, n, H, dtype=dtype), torch.empty(2, layers, s, H))
-
-    def _take_input(self, x: torch.Tensor, p: torch.Tensor) -> None:
-        layer = len(self.hidden)
-        self.hidden.append(self._buffers[0][layer].copy_(x))  # (n_padded, H)
-        self.pack_inputs.append(self._buffers[1][0, layer].copy_(p))  # (s, H)
-
-    def _take_pack(self, c_p: torch.Tensor) -> None:
-        self.packed.append(self._buffers[1][1, len(self.packed)].copy_(c_p))  # C_P (s, H)
-
 
 def _nbytes(tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
@@ -125,7 +111,7 @@ class LayerInputs:
     def _allocate(self, layers: int, n: int, s: int, H: int, dtype: torch.dtype) -> None:
         # One block per kind for the whole pass, filled layer by layer: a dozen separate copies a window, held
         # while the model's temporaries come and go, fragment the allocator's heap, and the reading's own
-        # allocations then fault in fresh pages (measured: 8% slower windows on 2 cores).
+        # allocations then fault in fresh pages: the windows read slower (performance.md, the explorer).
         self._buffers = (torch.empty(layers, n, H, dtype=dtype), torch.empty(2, layers, s, H))
 
     def _take_input(self, x: torch.Tensor, p: torch.Tensor) -> None:
@@ -139,8 +125,8 @@ class LayerInputs:
     def capture(self, tokens: Sequence[str], *, question_length: int = 0,
                 answer_positions: Sequence[int] = ()) -> TokenCapture:
         """The :class:`TokenCapture` of the pass, its window's tokens labelled ``tokens``. A window the reader ran
-        padded to a longer one's length (in a batch, or the document's last) keeps its own blocks only, as a pass
-        of the window alone has them."""
+        padded to a longer one's length (in a batch) keeps its own blocks only, as a pass of the window alone has
+        them."""
         if not self.hidden or not len(self.hidden) == len(self.packed) == len(self.pack_inputs):
             raise ValueError(f"the pass left {len(self.hidden)} layer inputs and {len(self.packed)} pack outputs: "
                              "run the model once inside capturing()")
