@@ -146,13 +146,18 @@ class QAObjective(nn.Module):
 class DistillationObjective(nn.Module):
     """Stage 2: the student learns the teacher's start/end distributions and attention distributions.
 
-    loss = hard_weight * QA loss + soft start/end KL (temperature T) + attention_weight * attention KL.
+    loss = hard_weight * QA loss + soft start/end KL (temperature T) + attention_weight * attention KL
+    + answerable_weight * BCE(student's answerable, teacher's answerable probability)
+    + hidden_weight * hidden-state MSE.
     The teacher reads the plain input (its positions stop at 512); the student reads the same tokens
-    with Padding Insertion's shifted positions when the batch carries them.
+    with Padding Insertion's shifted positions when the batch carries them. Student layer i learns from
+    teacher layer ``layer_map[i]``: its attention distribution, and (hidden_weight) its output on the real
+    tokens, as TinyBERT's layer-to-layer loss (Jiao et al., 2020) does for a shallower student.
     """
 
     def __init__(self, student: nn.Module, teacher: nn.Module, layer_map: Sequence[int], *,
                  temperature: float = 2.0, hard_weight: float = 0.5, attention_weight: float = 1.0,
+                 answerable_weight: float = 0.0, hidden_weight: float = 0.0,
                  attention_loss=attention_distillation_loss):
         super().__init__()
         self.attention_loss = attention_loss  # the benchmark's dense row passes littlebird.reference's
@@ -160,6 +165,7 @@ class DistillationObjective(nn.Module):
         self.teacher = teacher.eval().requires_grad_(False)
         self.layer_map = list(layer_map)
         self.temperature, self.hard_weight, self.attention_weight = temperature, hard_weight, attention_weight
+        self.answerable_weight, self.hidden_weight = answerable_weight, hidden_weight
 
     def train(self, mode: bool = True):
         super().train(mode)
@@ -168,13 +174,14 @@ class DistillationObjective(nn.Module):
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
         mask, starts = batch["attention_mask"], batch["start_positions"]
+        attentions, hidden = self.attention_weight > 0, self.hidden_weight > 0
         with torch.no_grad():
-            taught = self.teacher.littlebird(batch["input_ids"], attention_mask=mask,
-                                             output_attentions=self.attention_weight > 0, return_dict=True)
+            taught = self.teacher.littlebird(batch["input_ids"], attention_mask=mask, output_attentions=attentions,
+                                             output_hidden_states=hidden, return_dict=True)
             target = qa_logits(self.teacher.qa_head, taught.last_hidden_state, mask, starts)
         encoded = self.model.littlebird(batch["input_ids"], attention_mask=mask,
-                                        position_ids=batch.get("position_ids"),
-                                        output_attentions=self.attention_weight > 0, return_dict=True)
+                                        position_ids=batch.get("position_ids"), output_attentions=attentions,
+                                        output_hidden_states=hidden, return_dict=True)
         logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, mask, starts)
         hard = qa_loss(logits, starts, batch["end_positions"])
         soft = (soft_target_loss(logits.start, target.start, self.temperature)
@@ -186,7 +193,29 @@ class DistillationObjective(nn.Module):
                                                     self.model.config.block_size)
             loss = loss + self.attention_weight * attention
             scalars["attention"] = attention.item()
+        if self.answerable_weight > 0:
+            answerable = F.binary_cross_entropy_with_logits(logits.answerable, torch.sigmoid(target.answerable))
+            loss = loss + self.answerable_weight * answerable
+            scalars["answerable"] = answerable.item()
+        if self.hidden_weight > 0:
+            states = hidden_state_loss(encoded.hidden_states, taught.hidden_states, self.layer_map, mask)
+            loss = loss + self.hidden_weight * states
+            scalars["hidden"] = states.item()
         return loss, scalars
+
+
+def hidden_state_loss(student_states: Sequence[torch.Tensor], teacher_states: Sequence[torch.Tensor],
+                      layer_map: Sequence[int], attention_mask: torch.Tensor) -> torch.Tensor:
+    """Mean over student layers of the squared error between layer i's output and teacher layer
+    ``layer_map[i]``'s, per element of the real tokens. States are each model's inputs to every layer and
+    its last output (``output_hidden_states``), so layer i's output is entry i + 1."""
+    valid = attention_mask.bool().unsqueeze(-1)  # (B, n, 1)
+    count = valid.sum() * student_states[0].shape[-1]
+    total = 0.0
+    for index, source in enumerate(layer_map):
+        error = (student_states[index + 1].float() - teacher_states[source + 1].float()) ** 2  # (B, n, H)
+        total = total + error.masked_fill(~valid, 0.0).sum() / count
+    return total / len(layer_map)
 
 
 class BaselineQAObjective(nn.Module):

@@ -84,7 +84,7 @@ def test_the_dry_run_prints_every_stage_of_the_shipped_recipe_without_data(capsy
     assert "teacher_dir=$teacher_all, init_from=$mixed_more" in out and "5354 steps x 16" in out
 
 
-@pytest.mark.parametrize("name", ["default.yaml", "from-encoder.yaml", "page-shaped.yaml"])
+@pytest.mark.parametrize("name", ["default.yaml", "from-encoder.yaml", "page-shaped.yaml", "fast.yaml"])
 def test_every_shipped_recipe_plans(name):
     recipe = load_recipe(ROOT / "recipes" / name, runs="/nonexistent", data="/nonexistent-data")
     assert recipe.stages and all(stage.kind in STAGES for stage in recipe.stages)
@@ -95,6 +95,14 @@ def test_the_page_shaped_recipe_trains_the_shipped_checkpoint_on_page_shaped_and
     stage = recipe.stages[0].options
     assert stage.student_dir == "assets/littlebird-qa" and 0 < stage.page_shaped_share < 1
     assert stage.unanswerable_rate > 0 and stage.short_en_questions and stage.short_ko_questions
+
+
+def test_the_fast_recipe_distils_the_shipped_checkpoint_into_half_its_layers():
+    recipe = load_recipe(ROOT / "recipes" / "fast.yaml", runs="/nonexistent", data="/nonexistent-data")
+    stage = recipe.stages[0].options
+    assert stage.teacher_dir == "assets/littlebird-qa" and stage.num_layers == 6 and stage.init_from is None
+    assert stage.attention_weight == 0 and stage.hidden_weight > 0 and stage.answerable_weight > 0
+    assert recipe.stages[-1].kind == "export"
 
 
 @pytest.mark.parametrize("change, message", [

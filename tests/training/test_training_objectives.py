@@ -1,10 +1,16 @@
-"""Distillation objectives: attention KL on the window LittleBird sees, soft targets, QA loss."""
+"""Distillation objectives: attention KL on the window LittleBird sees, soft targets, QA loss, and the
+shallower student cut from a LittleBird teacher with its hidden-state loss."""
 
+import copy
+
+import pytest
 import torch
+from torch import nn
 
 from littlebird.reference import dense_attention_distillation_loss, window_visibility
-from littlebird.training.objectives import (attention_distillation_loss, qa_logits, qa_loss, soft_target_loss,
-                                            teacher_windows)
+from littlebird.training.distill import shallower_littlebird, teacher_layers
+from littlebird.training.objectives import (DistillationObjective, attention_distillation_loss, hidden_state_loss,
+                                            qa_logits, qa_loss, soft_target_loss, teacher_windows)
 from tests.littlebird_factories import tiny_qa_model
 
 
@@ -81,3 +87,68 @@ def test_soft_targets_and_qa_loss():
     assert out.end[0, :3].max() <= -1e4 + 1  # ends before the gold start are ruled out
     reference = model(ids, start_positions=starts, end_positions=ends).loss
     torch.testing.assert_close(qa_loss(out, starts, ends), reference, atol=1e-5, rtol=1e-5)
+
+
+def test_a_shallower_student_is_the_teacher_running_only_the_kept_layers():
+    teacher = tiny_qa_model(num_hidden_layers=4, source_layers=[0, 1, 2, 3])
+    student = shallower_littlebird(teacher, num_layers=2)
+    assert student.config.num_hidden_layers == 2 and student.config.source_layers == [0, 3]
+    assert teacher_layers(teacher.config, student.config) == [0, 3]
+    assert student.littlebird.encoder.layer[-1].pack_layer_norm is None  # the last layer updates no pack
+    # the teacher with its layers 1 and 2 taken out reads as the student does
+    cut = copy.deepcopy(teacher)
+    layers = cut.littlebird.encoder.layer
+    cut.littlebird.encoder.layer = nn.ModuleList([layers[0], layers[3]])
+    ids = torch.randint(3, 300, (2, 150))
+    mask = torch.ones_like(ids)
+    mask[1, 120:] = 0
+    with torch.no_grad():
+        got, want = student(ids, attention_mask=mask), cut(ids, attention_mask=mask)
+        whole = shallower_littlebird(teacher, num_layers=4)(ids, attention_mask=mask)
+        full = teacher(ids, attention_mask=mask)
+    for name in ("start_logits", "answerable_logits", "top_end_logits"):
+        torch.testing.assert_close(getattr(got, name), getattr(want, name), msg=name)
+        torch.testing.assert_close(getattr(whole, name), getattr(full, name), msg=name)
+    assert not torch.allclose(got.start_logits, full.start_logits, atol=1e-3)
+
+
+def test_a_student_from_other_layers_than_the_teachers_is_refused():
+    teacher = tiny_qa_model(num_hidden_layers=4, source_layers=[0, 1, 2, 3])
+    stranger = tiny_qa_model(num_hidden_layers=2, source_layers=[0, 5])
+    with pytest.raises(ValueError, match="not among the teacher's"):
+        teacher_layers(teacher.config, stranger.config)
+
+
+def test_hidden_state_loss_is_the_mean_squared_error_of_mapped_layers_on_real_tokens():
+    torch.manual_seed(0)
+    teacher = [torch.randn(2, 6, 4) for _ in range(5)]  # inputs of 4 layers and the last output
+    student = [torch.randn(2, 6, 4) for _ in range(3)]
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
+    assert hidden_state_loss(teacher, teacher, [0, 1, 2, 3], mask) == 0
+    real = mask.bool()
+    want = sum(((student[i + 1] - teacher[j + 1])[real] ** 2).mean() for i, j in enumerate([1, 3])) / 2
+    torch.testing.assert_close(hidden_state_loss(student, teacher, [1, 3], mask), want)
+    moved = [state.clone() for state in student]
+    moved[2][1, 4:] += 100.0  # padding is not compared
+    torch.testing.assert_close(hidden_state_loss(moved, teacher, [1, 3], mask), want)
+
+
+def test_a_student_with_all_the_teachers_layers_has_nothing_left_to_learn_but_the_gold_answers():
+    teacher = tiny_qa_model(num_hidden_layers=3, source_layers=[0, 1, 2])
+    student = shallower_littlebird(teacher, num_layers=3).train()
+    objective = DistillationObjective(student, teacher, [0, 1, 2], attention_weight=0.0, answerable_weight=1.0,
+                                      hidden_weight=1.0)
+    ids = torch.randint(3, 300, (2, 130))
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": torch.tensor([5, 0]),
+             "end_positions": torch.tensor([7, 0])}
+    loss, scalars = objective(batch)
+    assert scalars["soft"] < 1e-5 and scalars["hidden"] < 1e-10
+    with torch.no_grad():  # the answerable loss is then the teacher's own entropy
+        p = torch.sigmoid(teacher(ids).answerable_logits)
+    entropy = -(p * p.log() + (1 - p) * (1 - p).log()).mean()
+    torch.testing.assert_close(torch.tensor(scalars["answerable"]), entropy, atol=1e-5, rtol=1e-5)
+    cut = shallower_littlebird(teacher, num_layers=2).train()
+    _, cut_scalars = DistillationObjective(cut, teacher, [0, 2], attention_weight=0.0, hidden_weight=1.0)(batch)
+    assert cut_scalars["hidden"] > 1e-6  # a cut student's layer 1 is the teacher's layer 2, not its layer 1
+    loss.backward()
+    assert student.qa_head.answerable.weight.grad is not None

@@ -135,6 +135,33 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
         torch.testing.assert_close(a, b, msg=name)
 
 
+def test_a_littlebird_teacher_distils_into_fewer_of_its_own_layers(recipe, tmp_path):
+    # a two-layer LittleBird to be the teacher, as the shipped checkpoint is for recipes/fast.yaml
+    deeper = tmp_path / "deeper"
+    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                  "--output-dir", str(deeper), "--num-layers", "2", "--block-size", "8", "--pack-size", "4",
+                  "--max-length", "48", "--attention-weight", "0", "--max-steps", "1", *COMMON])
+    teacher_model = load_qa_model(deeper / MODEL_DIR)
+    args = ["--teacher-dir", str(deeper / MODEL_DIR), "--data-dir", str(recipe["data"]), "--num-layers", "1",
+            "--max-length", "48", "--max-steps", "2", *COMMON]
+    distill.main([*args, "--output-dir", str(tmp_path / "fast"), "--attention-weight", "0",
+                  "--hidden-weight", "1", "--answerable-weight", "1"])
+    log = "\n".join(log_lines(tmp_path / "fast"))
+    assert "step 2/2" in log and "hidden" in log and "answerable" in log and "soft" in log
+    student = load_qa_model(tmp_path / "fast" / MODEL_DIR)
+    assert student.config.num_hidden_layers == 1 and student.config.source_layers == [0]
+    assert student.config.block_size == teacher_model.config.block_size == 8
+    # untouched by training: the frozen word embeddings are the teacher's
+    torch.testing.assert_close(student.get_input_embeddings().weight, teacher_model.get_input_embeddings().weight)
+    with pytest.raises(ValueError, match="set attention_weight to 0"):  # the default asks for the attention KL
+        distill.main([*args, "--output-dir", str(tmp_path / "refused")])
+    with pytest.raises(ValueError, match="hidden_weight needs a LittleBird teacher"):
+        distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
+                      "--output-dir", str(tmp_path / "refused-too"), "--num-layers", "1", "--hidden-weight", "1",
+                      "--max-steps", "1", *COMMON])
+    assert not (tmp_path / "refused").exists() and not (tmp_path / "refused-too").exists()
+
+
 def test_finetuning_without_a_teacher_continues_the_saved_student(recipe, tmp_path):
     start = load_qa_model(recipe["runs"] / "long" / MODEL_DIR)
     args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
