@@ -223,6 +223,41 @@ def token_spans_in_text(offsets: np.ndarray, model_text: str, model_to_text: np.
     return spans
 
 
+TOKENIZE_PIECE_CHARS = 32_000  # a long text is tokenized in pieces of about this many characters
+
+
+def piece_starts(text: str, piece_chars: int = TOKENIZE_PIECE_CHARS) -> list[int]:
+    """Where the pieces of ``text`` start: the first is 0, each other one at a single space between two letters
+    or digits about ``piece_chars`` after the last. Every tokenizer here starts a word at such a space and
+    normalizes character by character (collapsing runs of spaces, which a cut never touches), so the pieces'
+    tokens are the whole text's, their offsets shifted by the piece's start."""
+    starts = [0]
+    while len(text) - starts[-1] > 2 * piece_chars:
+        cut = text.find(" ", starts[-1] + piece_chars)
+        while cut != -1 and not (text[cut - 1].isalnum() and text[cut + 1 : cut + 2].isalnum()):
+            cut = text.find(" ", cut + 1)
+        if cut == -1:
+            break
+        starts.append(cut)
+    return starts
+
+
+def tokenize_in_pieces(text: str, tokenizer, piece_chars: int = TOKENIZE_PIECE_CHARS
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``text``'s token ids (n,) and character offsets (n, 2), as one call of ``tokenizer`` gives them.
+
+    A fast tokenizer encodes a batch on every core but a single text on one, which at 128K tokens is half a
+    second on 2 cores; so a long text goes in pieces (:func:`piece_starts`) as one batch."""
+    starts = piece_starts(text, piece_chars) if tokenizer.is_fast else [0]
+    pieces = [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)])]
+    encoding = tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True,
+                         return_attention_mask=False, verbose=False)
+    input_ids = np.fromiter((i for ids in encoding["input_ids"] for i in ids), dtype=np.int64)
+    offsets = np.concatenate([np.asarray(piece, dtype=np.int64).reshape(-1, 2) + start
+                              for piece, start in zip(encoding["offset_mapping"], starts)])
+    return input_ids, offsets
+
+
 def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to_text=None) -> EncodedText:
     """Tokenize ``model_text`` once (cached per tokenizer for the last few documents).
 
@@ -239,10 +274,7 @@ def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to
         if cached is not None:
             _encoded_cache.move_to_end(key)
             return cached
-    encoding = tokenizer(model_text, add_special_tokens=False, return_offsets_mapping=True,
-                         return_attention_mask=False, verbose=False)
-    input_ids = np.asarray(encoding["input_ids"], dtype=np.int64)
-    offsets = np.asarray(encoding["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    input_ids, offsets = tokenize_in_pieces(model_text, tokenizer)
     spans = token_spans_in_text(offsets, model_text, mapping)
     # Tag tokens in a raw text are structure, never answers; <unk> stands for real text.
     structure = [i for i in tokenizer.all_special_ids if i != tokenizer.unk_token_id]
