@@ -229,8 +229,9 @@ TOKENIZE_PIECE_CHARS = 32_000  # a long text is tokenized in pieces of about thi
 def piece_starts(text: str, piece_chars: int = TOKENIZE_PIECE_CHARS) -> list[int]:
     """Where the pieces of ``text`` start: the first is 0, each other one at a single space between two letters
     or digits about ``piece_chars`` after the last. Every tokenizer here starts a word at such a space and
-    normalizes character by character (collapsing runs of spaces, which a cut never touches), so the pieces'
-    tokens are the whole text's, their offsets shifted by the piece's start."""
+    normalizes character by character (collapsing runs of spaces, which a cut never touches); the added tokens
+    that take the space before them ([QUESTION], the HTML tags) start with a bracket, never a letter. So the
+    pieces' tokens are the whole text's, their offsets shifted by the piece's start."""
     starts = [0]
     while len(text) - starts[-1] > 2 * piece_chars:
         cut = text.find(" ", starts[-1] + piece_chars)
