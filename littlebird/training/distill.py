@@ -147,7 +147,8 @@ def run(args: DistillOptions) -> None:
                                       hard_weight=args.hard_weight, attention_weight=args.attention_weight,
                                       answerable_weight=args.answerable_weight, hidden_weight=args.hidden_weight)
     collate = padding_insertion_collator(args, tokenizer)
-    loop.train(objective, features, collate, args, save_model=lambda obj, path: save_compact(obj.model, path, tokenizer=tokenizer))
+    loop.train(objective, features, collate, args,
+               save_model=lambda obj, path: save_compact(obj.model, path, tokenizer=tokenizer))
 
 
 def main(argv=None) -> None:
