@@ -97,12 +97,15 @@ def test_the_page_shaped_recipe_trains_the_shipped_checkpoint_on_page_shaped_and
     assert stage.unanswerable_rate > 0 and stage.short_en_questions and stage.short_ko_questions
 
 
-def test_the_fast_recipe_distils_the_shipped_checkpoint_into_half_its_layers():
+def test_the_fast_recipe_distils_the_shipped_checkpoint_into_half_its_layers_then_adds_hard_negatives():
     recipe = load_recipe(ROOT / "recipes" / "fast.yaml", runs="/nonexistent", data="/nonexistent-data")
     stage = recipe.stages[0].options
     assert stage.teacher_dir == "assets/littlebird-qa" and stage.num_layers == 6 and stage.init_from is None
     assert stage.attention_weight == 0 and stage.hidden_weight > 0 and stage.answerable_weight > 0
-    assert recipe.stages[-1].kind == "export"
+    # then the shipped checkpoint's hard negatives, from the exported student, and the compact checkpoint
+    negatives = next(s for s in recipe.stages if s.kind == "long_context")
+    assert negatives.options.unanswerable_rate > 0 and negatives.options.student_dir.endswith("distil_export")
+    assert recipe.stages[-1].kind == "export" and recipe.stages[-1].options.student_dir.endswith("negatives/model")
 
 
 @pytest.mark.parametrize("change, message", [
