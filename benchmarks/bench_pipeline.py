@@ -25,7 +25,8 @@ and for the default model in several forms (``--variants``):
   CPU has bf16 units, else fp32);
 - ``bf16``: weights and activations in bfloat16; ``bf16-linear``: only the linear layers' products
   in bfloat16 (``littlebird.inference``);
-- ``student``: a model with half the layers (what a distilled student would cost);
+- ``student``: a model with half the layers (what a distilled student would cost), or
+  ``--student-layers`` of them;
 - ``student-bf16-linear``: both;
 - ``cuda``: what the app runs on a GPU (``app.models.pick_device``): the whole model in bf16 (fp16
   where bf16 is missing) on CUDA, attention through FlexAttention.
@@ -114,12 +115,13 @@ def load_model(tokenizer, checkpoint: str | None):
     return LittleBirdForQuestionAnswering(config).eval()
 
 
-def half_depth(model):
-    """Half the layers, as ``recipes/fast.yaml`` cuts its student before distilling: what it costs to run."""
-    return shallower_littlebird(model, num_layers=model.config.num_hidden_layers // 2).eval()
+def half_depth(model, num_layers: int | None = None):
+    """Half the layers (or ``num_layers``), as ``recipes/fast.yaml`` cuts its student before distilling: what it
+    costs to run."""
+    return shallower_littlebird(model, num_layers=num_layers or model.config.num_hidden_layers // 2).eval()
 
 
-def make_variant(model, variant: str):
+def make_variant(model, variant: str, student_layers: int | None = None):
     if variant == "fp32":
         return model
     if variant == "auto":
@@ -129,9 +131,9 @@ def make_variant(model, variant: str):
     if variant == "bf16-linear":
         return optimize_for_cpu(model, variant)
     if variant == "student":
-        return half_depth(model)
+        return half_depth(model, student_layers)
     if variant == "student-bf16-linear":
-        return optimize_for_cpu(half_depth(model), "bf16-linear")
+        return optimize_for_cpu(half_depth(model, student_layers), "bf16-linear")
     if variant == "cuda":
         from littlebird.app.models import pick_device  # the app's own choice of device and dtype
 
@@ -232,6 +234,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--all-repeats", type=int, default=1,
                         help="repeats of the every-window reader beyond 8K tokens (a 128K document takes minutes)")
+    parser.add_argument("--student-layers", type=int, nargs="+", default=[None],
+                        help="layers of the student variants, one row set per depth (default: half the model's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--window-batch-size", type=int, default=1)
     parser.add_argument("--max-length", type=int, nargs="+", default=[DEFAULT_MAX_LENGTH],
@@ -262,8 +266,12 @@ def main(argv=None) -> int:
     print("| variant | window | reader | input tokens | windows read | tokenize s | rank s | model s | decode s | "
           "question->answer s (median) | x first | min-max s | target | long dev F1 |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for variant in args.variants:
-        model = make_variant(base, variant)
+    forms = [(variant, depth) for variant in args.variants
+             for depth in (args.student_layers if variant.startswith("student") else [None])]
+    for variant, depth in forms:
+        model = make_variant(base, variant, depth)
+        if depth is not None:  # "student-5": the depth in the variant's name, where several are compared
+            variant = f"{variant}-{depth}"
         if args.first_question:  # before any warm-up: what the first question would cost if the app did not warm up
             n = 8192 if 8192 in documents else min(args.lengths)
             cold = time_question(documents[n], model, tokenizer, 1, args.window_batch_size, first_length,
