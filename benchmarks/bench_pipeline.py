@@ -115,9 +115,9 @@ def load_model(tokenizer, checkpoint: str | None):
     return LittleBirdForQuestionAnswering(config).eval()
 
 
-def half_depth(model, num_layers: int | None = None):
-    """Half the layers (or ``num_layers``), as ``recipes/fast.yaml`` cuts its student before distilling: what it
-    costs to run."""
+def student_of(model, num_layers: int | None = None):
+    """The model cut to ``num_layers`` of its layers (default half), as ``recipes/fast.yaml`` cuts its student
+    before distilling: what such a student costs to run."""
     return shallower_littlebird(model, num_layers=num_layers or model.config.num_hidden_layers // 2).eval()
 
 
@@ -131,9 +131,9 @@ def make_variant(model, variant: str, student_layers: int | None = None):
     if variant == "bf16-linear":
         return optimize_for_cpu(model, variant)
     if variant == "student":
-        return half_depth(model, student_layers)
+        return student_of(model, student_layers)
     if variant == "student-bf16-linear":
-        return optimize_for_cpu(half_depth(model, student_layers), "bf16-linear")
+        return optimize_for_cpu(student_of(model, student_layers), "bf16-linear")
     if variant == "cuda":
         from littlebird.app.models import pick_device  # the app's own choice of device and dtype
 
