@@ -345,11 +345,14 @@ class TrainingRun:
             self.save_model(unwrapped, model_dir)
         digest = weights_digest(unwrapped)
         (self.output_dir / f"weights.rank{self.accelerator.process_index}.sha256").write_text(digest + "\n")
-        self.accelerator.wait_for_everyone()
         self.log(f"done: step {self.step}, {self.minutes():.1f} min, weights sha256 {digest[:16]}, saved {model_dir}")
-        (self.output_dir / "summary.json").write_text(json.dumps({"step": self.step, "total_steps": self.total_steps,
-                                                                  "last_step": self.last_step,
-                                                                  "minutes": self.minutes()}))
+        if self.accelerator.is_main_process:
+            # one writer, renamed into place: the other ranks read it as soon as the barrier below lets them
+            partial = self.output_dir / "summary.json.partial"
+            partial.write_text(json.dumps({"step": self.step, "total_steps": self.total_steps,
+                                           "last_step": self.last_step, "minutes": self.minutes()}))
+            os.replace(partial, self.output_dir / "summary.json")
+        self.accelerator.wait_for_everyone()
         return model_dir
 
 
