@@ -7,6 +7,8 @@ document it has not seen (its tokens are not cached), the reader behind the app,
 - ``best``: a lexical first pass (BM25) ranks the windows and the model reads the best
   ``DEFAULT_MAX_WINDOWS`` (``--max-windows`` overrides), all of them: no stop rule. This is the tail a user
   gets, a question that no window answers with confidence;
+- ``glimpse``: as ``best``, but the model first reads a glimpse of ``GLIMPSE_TOKENS`` tokens of each of those
+  windows and then only the ``GLIMPSE_KEEP`` likeliest in full (``littlebird.reader.read``'s ``glimpse_tokens``);
 - ``ranked``: the reader's default: as ``best``, but it stops once two windows are read and one is
   answerable with at least ``DEFAULT_STOP_CONFIDENCE``, or three are read and none is answerable with
   ``DEFAULT_GIVE_UP_BELOW``. The windows read then depend on the question and the document: the
@@ -73,6 +75,7 @@ from littlebird.reader import (  # noqa: E402
     DEFAULT_MAX_WINDOWS,
     DEFAULT_GIVE_UP_BELOW,
     DEFAULT_STOP_CONFIDENCE,
+    GLIMPSE_TOKENS,
     encode_text,
     forget_encodings,
     question_prefix,
@@ -87,7 +90,7 @@ QUESTION = "세종 시대에 측우기는 언제 만들어졌나?"
 AVX2_TARGETS = {8192: 3.0, 32768: 3.0, 131072: 3.0}  # best and ranked readers; the every-window reader has none
 BF16_UNIT_TARGETS = {8192: 1.5}
 VARIANTS = ("fp32", "auto", "bf16", "bf16-linear", "student", "student-bf16-linear", "cuda")
-READERS = ("all", "best", "ranked")
+READERS = ("all", "best", "ranked", "glimpse")
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
@@ -175,7 +178,7 @@ def reader_options(reader: str, max_windows: int) -> dict:
     """The ``read`` options of one of :data:`READERS`."""
     stops = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
     return {"max_windows": None if reader == "all" else max_windows, "stop_confidence": stops[0],
-            "give_up_below": stops[1]}
+            "give_up_below": stops[1], "glimpse_tokens": GLIMPSE_TOKENS if reader == "glimpse" else None}
 
 
 def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: dict,
@@ -192,14 +195,18 @@ def time_question(document, model, tokenizer, repeats: int, batch_size: int, max
     last = runs[-1][1]
     return {
         "tokens": last.n_tokens, "windows": last.n_windows, "planned": last.windows_planned,
+        "glimpsed": sum(w.glimpse_logit is not None for w in last.windows),
         "median_s": statistics.median(totals), "min_s": min(totals), "max_s": max(totals),
-        **{f"{stage}_s": statistics.median(r.timings[stage] for _, r in runs) for stage in ("tokenize", "rank", "model", "decode")},
+        **{f"{stage}_s": statistics.median(r.timings[stage] for _, r in runs) for stage in ("tokenize", "rank", "decode")},
+        # the glimpses are model time too
+        "model_s": statistics.median(r.timings["model"] + r.timings.get("glimpse", 0.0) for _, r in runs),
     }
 
 
 def windows_read(row: dict) -> str:
-    """"3 of 37": the windows read, of those the document needed."""
-    return f"{row['windows']} of {row['planned']}"
+    """"3 of 37": the windows read, of those the document needed ("10 glimpsed, 2 of 37" with glimpses)."""
+    glimpsed = f"{row['glimpsed']} glimpsed, " if row.get("glimpsed") else ""
+    return f"{glimpsed}{row['windows']} of {row['planned']}"
 
 
 def page_rows(model, tokenizer, readers: list[str], max_length: int, args) -> list[dict]:
@@ -303,7 +310,7 @@ def main(argv=None) -> int:
                           f"{ratio:.2f} | {row['min_s']:.2f}-{row['max_s']:.2f} ({repeats}x) | {verdict} | {dev_f1} |",
                           flush=True)
         if args.pages:
-            readers = [r for r in ("best", "ranked") if r in args.readers]
+            readers = [r for r in ("best", "ranked", "glimpse") if r in args.readers]
             pages = [page for max_length in args.max_length for page in page_rows(model, tokenizer, readers, max_length, args)]
             print(f"\n| variant | window | example page | reader | tokens | questions | median s | slowest s | "
                   "slowest question's windows | mean windows read |\n|---|---|---|---|---|---|---|---|---|---|")

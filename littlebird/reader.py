@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
-from .window_ranking import order_by_score, window_scores
+from .window_ranking import best_chunk_centres, order_by_score, window_scores
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
@@ -59,6 +59,12 @@ DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
 DEFAULT_GIVE_UP_BELOW = 0.05
 MIN_WINDOWS_BEFORE_GIVING_UP = 3
+# Glimpses (opt-in, ``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first
+# reads a short glimpse of each (that many input tokens around the window's best-matching chunk), then reads in full
+# only the GLIMPSE_KEEP windows whose glimpses it finds likeliest to hold the answer.
+GLIMPSE_ABOVE = 4
+GLIMPSE_KEEP = 2
+GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an eighth of a default window
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 _CANDIDATES_PER_ANSWER = 4  # spans decoded per requested answer, before merging and trimming
@@ -572,6 +578,7 @@ class WindowRecord:
     read: int | None = None  # its place in the reading order (an Answer's ``window``); None: not read
     answerable_logit: float | None = None  # the model's answerable logit for the window, when read
     best_span_score: float | None = None  # the score its best span ranks with (before tidying); None: none
+    glimpse_logit: float | None = None  # the answerable logit of its glimpse, when the reader glimpsed it
 
     @property
     def answerable_probability(self) -> float | None:
@@ -593,7 +600,7 @@ class Reading:
     attention: Any = None  # what ``attention_summary`` made of the best answer's window
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
     note: str | None = None  # a sentence for the user when only part of the document was read
-    stopped: str | None = None  # why ranked windows were left unread: "found" or "nothing found" (see read)
+    stopped: str | None = None  # why ranked windows were left unread: "found", "nothing found" or "glimpsed" (see read)
     windows: list[WindowRecord] = field(default_factory=list)  # every window of the document, in document order
 
     @property
@@ -620,6 +627,10 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
     if reading.stopped == "found":
         return (f"{what}: the parts whose words best match the question, best first; the model stopped once it "
                 "found a part it judged to hold the answer. The answer may be elsewhere; a question that repeats "
+                "the document's own words finds its part best.")
+    if reading.stopped == "glimpsed":
+        return (f"{what}: of the parts whose words best match the question, the model glimpsed each and read in full "
+                "those it judged likeliest to hold the answer. The answer may be elsewhere; a question that repeats "
                 "the document's own words finds its part best.")
     if reading.stopped == "nothing found":
         return (f"{what}: the parts whose words best match the question, best first; the model stopped when "
@@ -695,21 +706,33 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, 
 
 def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
                    lexical: np.ndarray | None, order: Sequence[int], answerable_logits: np.ndarray,
-                   best_span_scores: np.ndarray) -> list[WindowRecord]:
+                   best_span_scores: np.ndarray, glimpses: dict[int, float] | None = None) -> list[WindowRecord]:
     """Every window in document order: its first-pass ``ranked`` place and ``lexical`` score and, for the
     first ``len(answerable_logits)`` windows of the reading ``order`` (those read), the model's
-    answerable logit and best span score."""
+    answerable logit and best span score; ``glimpses``: window -> its glimpse's answerable logit."""
     rank = {window: place for place, window in enumerate(ranked)}
     read_as = {window: place for place, window in enumerate(order[: len(answerable_logits)])}
+    glimpses = glimpses or {}
     records = []
     for window, start in enumerate(every_start):
         place = read_as.get(window)
         best = None if place is None or not np.isfinite(best_span_scores[place]) else float(best_span_scores[place])
         records.append(WindowRecord(
             start, min(start + capacity, n_tokens), rank[window], None if lexical is None else float(lexical[window]),
-            place, None if place is None else float(answerable_logits[place]), best,
+            place, None if place is None else float(answerable_logits[place]), best, glimpses.get(window),
         ))  # fmt: skip
     return records
+
+
+def glimpse_starts(centres: Sequence[int], starts: Sequence[int], capacity: int, n_tokens: int,
+                   glimpse_capacity: int) -> list[int]:
+    """Document start of each window's glimpse: ``glimpse_capacity`` tokens centred on ``centres[i]``, kept
+    inside window ``[starts[i], starts[i] + capacity)`` and the document."""
+    out = []
+    for centre, start in zip(centres, starts):
+        end = min(start + capacity, n_tokens)
+        out.append(int(min(max(start, centre - glimpse_capacity // 2), max(start, end - glimpse_capacity))))
+    return out
 
 
 def read(question: str, text: str, *, model, tokenizer, model_text: str | None = None, model_to_text=None,
@@ -721,7 +744,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
          max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
          stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW) -> Reading:
+         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = None,
+         glimpse_keep: int = GLIMPSE_KEEP) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
@@ -761,15 +785,25 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     ``lexical_prior``: with ``rank_windows``, add ``lexical_prior`` times each window's first-pass
     (BM25) score over the document's best window's, so the words the question shares with a window
     count in the choice among windows too (0: the model's choice alone).
+
+    ``glimpse_tokens``: with ``rank_windows`` and ``max_windows``, of a document with more than
+    :data:`GLIMPSE_ABOVE` ranked windows to read, the model first reads a glimpse of each, ``glimpse_tokens``
+    input tokens (the question's prefix and the document tokens around the window's best-matching chunk, all
+    glimpses in one batch), then reads in full only the ``glimpse_keep`` windows whose glimpses it finds
+    likeliest to hold the answer (their answerable logits; ties: the first pass's order), and answers from
+    those. ``Reading.stopped`` is then
+    "glimpsed" and each glimpsed window's record holds its glimpse's logit. None: no glimpses.
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
             or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0) \
-            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0):
+            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0) \
+            or (glimpse_tokens is not None and glimpse_tokens < 8) or glimpse_keep < 1:
         raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
                          f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None, "
-                         f"0 <= give_up_below < 1 or None; got {max_length}, {stride}, {n_best}, {max_answer_length}, "
-                         f"{top_k_starts}, {max_windows}, {stop_confidence}, {give_up_below}")
+                         f"0 <= give_up_below < 1 or None, glimpse_tokens >= 8 or None, glimpse_keep >= 1; got {max_length}, {stride}, "
+                         f"{n_best}, {max_answer_length}, {top_k_starts}, {max_windows}, {stop_confidence}, {give_up_below}, "
+                         f"{glimpse_tokens}, {glimpse_keep}")
     clock = time.perf_counter()
     deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
     max_length = window_length(model, max_length)
@@ -795,6 +829,22 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     if lexical_prior and rank_windows and lexical is not None:
         prior = lexical_prior * lexical[order] / max(float(lexical.max()), 1e-9)
     timings["rank"] = time.perf_counter() - clock
+    glimpses = None
+    if glimpse_tokens is not None and rank_windows and max_windows is not None and len(order) > GLIMPSE_ABOVE:
+        clock = time.perf_counter()
+        glimpse_capacity = window_capacity(n_tokens, len(prefix), glimpse_tokens)
+        centres = best_chunk_centres(question_ids[: question_cap(max_length)], encoded.input_ids, starts, capacity,
+                                     tokenizer)
+        glimpse_ids, glimpse_mask = build_windows(
+            prefix, encoded.input_ids, glimpse_starts(centres, starts, capacity, n_tokens, glimpse_capacity),
+            glimpse_capacity, ids.pad)
+        seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
+                           max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
+        glimpses = {window: float(logit) for window, logit in zip(order, seen.answerable_logits)}
+        keep = order_by_score(seen.answerable_logits)[:glimpse_keep]
+        order, starts = [order[i] for i in keep], [starts[i] for i in keep]
+        prior = None if prior is None else prior[keep]
+        timings["glimpse"] = time.perf_counter() - clock
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
     enough = None
@@ -816,10 +866,13 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     stopped = None
     if enough is not None and len(starts) < len(order):
         stopped = stop_reason(logits, stop_confidence, give_up_below)
+    if glimpses is not None and stopped is None:
+        stopped = "glimpsed"
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
                       stopped=stopped, windows=window_records(every_start, capacity, n_tokens, ranked, lexical, order,
-                                                              logits.answerable_logits, scored.best_per_window()))
+                                                              logits.answerable_logits, scored.best_per_window(),
+                                                              glimpses))
     if len(starts) < planned:
         reading.note = reading_note(reading, timed_out=len(starts) < len(order) and stopped is None,
                                     time_budget=time_budget)

@@ -84,14 +84,27 @@ def window_scores(question_ids: Sequence[int], document_ids: np.ndarray, starts:
                   tokenizer, chunk: int = CHUNK_TOKENS) -> np.ndarray:
     """(W,) BM25 score of each window ``[start, start + capacity)``: the best chunk it holds whole
     or in part."""
+    return _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk)[0]
+
+
+def best_chunk_centres(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
+                       tokenizer, chunk: int = CHUNK_TOKENS) -> np.ndarray:
+    """(W,) the document token at the middle of each window's best chunk (the window's first chunk where no
+    question word occurs): where in a window its answer most likely sits."""
+    return _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk)[1]
+
+
+def _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk) -> tuple[np.ndarray, np.ndarray]:
     table = term_table(tokenizer)
     scores = chunk_scores(table[np.asarray(question_ids, dtype=np.int64)], table[np.asarray(document_ids, dtype=np.int64)],
                           chunk)
-    out = np.empty(len(starts))
+    best, centres = np.empty(len(starts)), np.empty(len(starts), dtype=np.int64)
     for i, start in enumerate(starts):
         first, last = start // chunk, -(-(start + capacity) // chunk)
-        out[i] = scores[first:last].max() if last > first else 0.0
-    return out
+        top = first + int(np.argmax(scores[first:last])) if last > first else first
+        best[i] = scores[top] if last > first else 0.0
+        centres[i] = min(max(start, top * chunk + chunk // 2), start + capacity - 1)
+    return best, centres
 
 
 def order_by_score(scores: np.ndarray) -> list[int]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from littlebird.app import asking
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, Limits
+from littlebird import reader
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
 from littlebird.window_ranking import chunk_scores, reading_order, term_table
@@ -239,3 +241,54 @@ def test_a_question_read_by_another_thread_during_an_explorer_pass_is_left_alone
                                  document_start=0, max_length=128, reduce_layer=reduce_layer)
     assert len(explained.attentions) == len(model.littlebird.encoder.layer)
     assert other and other[0].answers
+
+
+# ---- glimpses: a short look at each ranked window, then the likeliest read in full ----------------------------
+
+
+def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(80, needle_at=60)
+    question = "Who lit the lamp at Saint Ovidio?"
+    reading = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=8,
+                   glimpse_tokens=48, glimpse_keep=2)
+    glimpsed = [w for w in reading.windows if w.glimpse_logit is not None]
+    assert sorted(w.rank for w in glimpsed) == list(range(8))  # the eight best-ranked windows, each glimpsed once
+    assert all(w.glimpse_logit is None for w in reading.windows if w.rank >= 8)
+    read_ones = sorted((w for w in reading.windows if w.read is not None), key=lambda w: w.read)
+    assert reading.n_windows == len(read_ones) == 2 and reading.stopped == "glimpsed"
+    # the two read are the two with the highest glimpse logits, the higher first
+    by_glimpse = sorted(glimpsed, key=lambda w: (-w.glimpse_logit, w.rank))
+    assert [(w.start, w.end) for w in read_ones] == [(w.start, w.end) for w in by_glimpse[:2]]
+    assert reading.note.startswith("Read 2 of ") and "glimpsed each" in reading.note
+    assert reading.answers and reading.answers[0].window in (0, 1)  # answers come from the windows read
+    # a glimpse's logit is the model's on the prefix and the glimpse's tokens around the window's best chunk:
+    # the needle's window, ranked first, is glimpsed where the needle is
+    encoded = encode_text(text, tokenizer)
+    ids = reader.special_ids(tokenizer, model)
+    prefix = reader.question_prefix(tokenizer(question, add_special_tokens=False)["input_ids"], ids, 128)
+    first = next(w for w in glimpsed if w.rank == 0)
+    needle = int(np.flatnonzero(encoded.spans[:, 0] >= text.index(NEEDLE))[0])
+    assert first.start <= needle < first.end
+    capacity = 48 - len(prefix)
+    starts = [s for s in range(first.start, first.end - capacity + 1)
+              if s <= needle < s + capacity]  # the glimpse holds the needle's first token
+    with torch.inference_mode():
+        logits = {s: float(model(input_ids=torch.tensor([[*prefix, *encoded.input_ids[s:s + capacity]]])).answerable_logits[0])
+                  for s in starts}
+    assert any(abs(logit - first.glimpse_logit) < 1e-4 for logit in logits.values())
+
+
+def test_a_document_of_few_windows_is_read_without_glimpses():
+    tokenizer, model = qa_tokenizer(), tiny_answering_model()
+    text = haystack(12, needle_at=8)
+    question = "Who lit the lamp at Saint Ovidio?"
+    plain = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=reader.GLIMPSE_ABOVE,
+                 stop_confidence=None, give_up_below=None)
+    glimpsing = read(question, text, model=model, tokenizer=tokenizer, max_length=128,
+                     max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None, glimpse_tokens=48)
+    assert plain.windows_planned > reader.GLIMPSE_ABOVE == plain.n_windows == glimpsing.n_windows
+    assert [(a.start, a.end, a.score) for a in glimpsing.answers] == [(a.start, a.end, a.score) for a in plain.answers]
+    assert all(w.glimpse_logit is None for w in glimpsing.windows) and glimpsing.stopped is None
+    with pytest.raises(ValueError, match="glimpse_tokens"):
+        read(question, text, model=model, tokenizer=tokenizer, glimpse_tokens=4)
