@@ -61,6 +61,24 @@ def shipped_read(row, limit=10):
     return list(range(n))
 
 
+def dev_questions(model_dir, name):
+    """The inference model of ``model_dir``, its tokenizer, and per collected question of dev file ``name``:
+    (row, token ids of its context), each context tokenized once."""
+    from littlebird.checkpoint import load_qa_model
+    from littlebird.inference import optimize_for_cpu
+    model = optimize_for_cpu(load_qa_model(model_dir), "auto", inplace=True)
+    tokenizer = load_tokenizer(model_dir)
+    ctx, enc = contexts(f"runs/dev/dev-{name}.json"), {}
+
+    def rows():
+        for row in torch.load(f"runs/cascade/f-dev-{name}.pt", weights_only=False):
+            text = ctx[row["id"]]
+            if text not in enc:
+                enc[text] = encode_text(text, tokenizer).input_ids
+            yield row, enc[text]
+    return model, tokenizer, rows()
+
+
 def contexts(path):
     out = {}
     for article in read_squad(path):

@@ -2,26 +2,19 @@
 BM25 chunk. A ranker to simulate: the full model then reads only the best-glimpsed window(s) in full."""
 import sys, time
 import numpy as np, torch
-from littlebird.checkpoint import load_qa_model, load_tokenizer
-from littlebird.inference import optimize_for_cpu
-from littlebird.reader import (special_ids, encode_text, tokenize_questions, question_prefix, build_windows,
+sys.path.insert(0, "experiments/window-screening")
+from analyse import dev_questions
+from littlebird.reader import (special_ids, tokenize_questions, question_prefix, build_windows,
                                DEFAULT_MAX_LENGTH, question_cap)
 from littlebird.window_ranking import term_table, chunk_scores, CHUNK_TOKENS
-from littlebird.training.data import read_squad
 
 name, out_path = sys.argv[1], sys.argv[2]
 sizes = [int(x) for x in sys.argv[3].split(",")]
 torch.set_num_threads(2)
-rows = torch.load(f"runs/cascade/f-dev-{name}.pt", weights_only=False)
-model = optimize_for_cpu(load_qa_model("assets/littlebird-qa"), "auto", inplace=True)
-tok = load_tokenizer("assets/littlebird-qa"); ids = special_ids(tok, model); table = term_table(tok)
-ctx = {qa["id"]: p["context"] for a in read_squad(f"runs/dev/dev-{name}.json") for p in a["paragraphs"] for qa in p["qas"]}
-enc, out, started = {}, {}, time.time()
-for row in rows:
-    text = ctx[row["id"]]
-    if text not in enc:
-        enc[text] = encode_text(text, tok).input_ids
-    doc = enc[text]
+model, tok, rows = dev_questions("assets/littlebird-qa", name)
+ids = special_ids(tok, model); table = term_table(tok)
+out, started = {}, time.time()
+for row, doc in rows:
     q_ids = tokenize_questions([row["question"]], tok)[0]
     prefix = question_prefix(q_ids, ids, DEFAULT_MAX_LENGTH)
     scores = chunk_scores(table[np.asarray(q_ids[: question_cap(DEFAULT_MAX_LENGTH)], dtype=np.int64)], table[np.asarray(doc, dtype=np.int64)])
