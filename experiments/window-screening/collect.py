@@ -4,7 +4,7 @@ import sys, time
 import numpy as np, torch
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import optimize_for_cpu
-from littlebird.reader import (special_ids, tokenize_questions, question_prefix, window_capacity,
+from littlebird.reader import (special_ids, encode_text, tokenize_questions, question_prefix, window_capacity,
                                default_stride, window_starts, first_pass, question_cap, build_windows, DEFAULT_MAX_LENGTH)
 from littlebird.training.data import read_squad
 
