@@ -16,7 +16,12 @@ for row in rows:
     if text not in enc:
         enc[text] = encode_text(text, tok).spans
     spans, lang = enc[text], metric_language(row["question"])
-    s = get(row); order = np.argsort(-s, kind="stable")
+    s = get(row)
+    if len(sys.argv) > 4:  # "LAM,MU": the glimpse logits plus LAM times the window's BM25 score over the best one's,
+        lam, mu = (float(x) for x in sys.argv[4].split(","))  # less MU times its BM25 rank
+        lex0 = row["lexical"] / max(float(np.max(row["lexical"])), 1e-9) if row["lexical"] is not None else 0.0
+        s = s + lam * lex0 - mu * np.arange(len(s))
+    order = np.argsort(-s, kind="stable")
     ch = {"shipped": shipped_read(row)}
     for k in (1, 2, 3):
         ch[f"R{k}"] = order[:k].tolist()
@@ -30,6 +35,36 @@ for row in rows:
     ch["R2>4"] = shipped_read(row) if m <= 4 else order[:2].tolist()
     ch["R1>4"] = shipped_read(row) if m <= 4 else order[:1].tolist()
     ch["R3>4"] = shipped_read(row) if m <= 4 else order[:3].tolist()
+    # BM25's best window always in full, beside the likeliest glimpse of the others
+    ch["B1+G1>4"] = shipped_read(row) if m <= 4 else [0, next(int(i) for i in order if i != 0)]
+    # BM25's best two in full, then the likeliest glimpses of the others; "s": only where the two do not stop the reader
+    rest = [int(i) for i in order if i > 1]
+    stops = m > 4 and stop_reason(logits_of(row, [0, 1]), 0.9, 0.05) is not None
+    ch["B2+G1>4"] = shipped_read(row) if m <= 4 else [0, 1] + rest[:1]
+    ch["B1+G2>4"] = shipped_read(row) if m <= 4 else [0] + [int(i) for i in order if i != 0][:2]
+    ch["B2s+G1>4"] = shipped_read(row) if m <= 4 else [0, 1] + ([] if stops else rest[:1])
+    ch["B2s+G2>4"] = shipped_read(row) if m <= 4 else [0, 1] + ([] if stops else rest[:2])
+    # windows in a sequence merged from BM25's order (B) and the glimpses' (G), read in turn under the shipped
+    # stop rule, at most K in full
+    bm = list(range(m)); gl = [int(i) for i in order]
+    for name_, pattern in (("BGBG", "BGBG"), ("GBGB", "GBGB"), ("BBGG", "BBGG"), ("GGBB", "GGBB"), ("GBBG", "GBBG")):
+        seq = []
+        its = {"B": iter(bm), "G": iter(gl)}
+        for c in pattern * 3:
+            for w in its[c]:
+                if w not in seq:
+                    seq.append(w); break
+        for K in (3, 4):
+            read = seq[:2]
+            for nxt in seq[2:K]:
+                if stop_reason(logits_of(row, read), 0.9, 0.05) is not None:
+                    break
+                read.append(nxt)
+            ch[f"{name_}{K}>4"] = shipped_read(row) if m <= 4 else read
+    # a lexical prior on the glimpse logits: BM25 score over the best window's, times lam
+    lex = row["lexical"] / max(float(np.max(row["lexical"])), 1e-9) if row["lexical"] is not None else np.zeros(m)
+    for lam in (1, 2, 4, 8):
+        ch[f"lex{lam}>4"] = shipped_read(row) if m <= 4 else np.argsort(-(s + lam * lex), kind="stable")[:2].tolist()
     for k, idx in ch.items():
         f1.setdefault(k, []).append(best_scores(answer(row, idx, text, spans), row["answers"], lang)[1])
         reads.setdefault(k, []).append(len(idx))
