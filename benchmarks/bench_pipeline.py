@@ -75,6 +75,7 @@ from littlebird.reader import (  # noqa: E402
     DEFAULT_MAX_WINDOWS,
     DEFAULT_GIVE_UP_BELOW,
     DEFAULT_STOP_CONFIDENCE,
+    GLIMPSE_KEEP,
     GLIMPSE_TOKENS,
     encode_text,
     forget_encodings,
@@ -174,11 +175,12 @@ def f1_of(paths: str) -> str:
     return f"{100 * statistics.fmean(r['f1'] for r in rows):.1f} ({len(rows)} q)"
 
 
-def reader_options(reader: str, max_windows: int) -> dict:
+def reader_options(reader: str, max_windows: int, glimpse_keep: int = GLIMPSE_KEEP) -> dict:
     """The ``read`` options of one of :data:`READERS`."""
     stops = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
     return {"max_windows": None if reader == "all" else max_windows, "stop_confidence": stops[0],
-            "give_up_below": stops[1], "glimpse_tokens": GLIMPSE_TOKENS if reader == "glimpse" else None}
+            "give_up_below": stops[1], "glimpse_tokens": GLIMPSE_TOKENS if reader == "glimpse" else None,
+            "glimpse_keep": glimpse_keep}
 
 
 def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: dict,
@@ -221,7 +223,7 @@ def page_rows(model, tokenizer, readers: list[str], max_length: int, args) -> li
         document = clean_document(RawDocument(example.path.read_text(encoding="utf-8"), True, example.path.name, "utf-8"))
         for reader in readers:
             timed = [time_question(document.text, model, tokenizer, 1, args.window_batch_size, max_length,
-                                   reader_options(reader, args.max_windows), question=q.question,
+                                   reader_options(reader, args.max_windows, args.glimpse_keep), question=q.question,
                                    model_text=document.model_text, model_to_text=document.model_to_text)
                      for q in example.questions]
             slowest = max(timed, key=lambda r: r["median_s"])
@@ -238,6 +240,8 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", default=["auto"], choices=VARIANTS)
     parser.add_argument("--readers", nargs="+", default=list(READERS), choices=READERS)
     parser.add_argument("--max-windows", type=int, default=DEFAULT_MAX_WINDOWS, help="windows the ranked reader reads")
+    parser.add_argument("--glimpse-keep", type=int, default=GLIMPSE_KEEP,
+                        help="windows the glimpse reader reads in full after the glimpses")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--all-repeats", type=int, default=1,
                         help="repeats of the every-window reader beyond 8K tokens (a 128K document takes minutes)")
@@ -282,7 +286,7 @@ def main(argv=None) -> int:
         if args.first_question:  # before any warm-up: what the first question would cost if the app did not warm up
             n = 8192 if 8192 in documents else min(args.lengths)
             cold = time_question(documents[n], model, tokenizer, 1, args.window_batch_size, first_length,
-                                 reader_options("ranked", args.max_windows))
+                                 reader_options("ranked", args.max_windows, args.glimpse_keep))
             print(f"| {variant} | {first_length} | first question after loading, no warm-up | {n} | {windows_read(cold)} | "
                   f"{cold['tokenize_s']:.3f} | {cold['rank_s']:.3f} | {cold['model_s']:.2f} | {cold['decode_s']:.3f} | "
                   f"{cold['median_s']:.2f} | - | (1x) | - | - |", flush=True)
@@ -298,7 +302,7 @@ def main(argv=None) -> int:
                     repeats = args.repeats if reader != "all" or n <= 8192 else args.all_repeats
                     row = {"variant": variant, "reader": reader, "length": n, "max_length": max_length,
                            **time_question(documents[n], model, tokenizer, repeats, args.window_batch_size, max_length,
-                                           reader_options(reader, args.max_windows))}
+                                           reader_options(reader, args.max_windows, args.glimpse_keep))}
                     baseline.setdefault((reader, n), row["median_s"])
                     ratio = row["median_s"] / baseline[(reader, n)]
                     target = goals.get(n)

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
-from .window_ranking import best_chunk_centres, order_by_score, window_scores
+from .window_ranking import best_chunk_centres, glimpse_choice, order_by_score, window_scores
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
 DEFAULT_MAX_LENGTH = 1024
@@ -61,9 +61,9 @@ DEFAULT_GIVE_UP_BELOW = 0.05
 MIN_WINDOWS_BEFORE_GIVING_UP = 3
 # Glimpses (opt-in, ``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first
 # reads a short glimpse of each (that many input tokens around the window's best-matching chunk), then reads in full
-# only the GLIMPSE_KEEP windows whose glimpses it finds likeliest to hold the answer.
+# at most the GLIMPSE_KEEP windows that the glimpses and BM25 together find likeliest to hold the answer.
 GLIMPSE_ABOVE = 4
-GLIMPSE_KEEP = 2
+GLIMPSE_KEEP = 3
 GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an eighth of a default window
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
@@ -735,6 +735,24 @@ def glimpse_starts(centres: Sequence[int], starts: Sequence[int], capacity: int,
     return out
 
 
+def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], question_ids: Sequence[int],
+                   document_ids: np.ndarray, starts: Sequence[int], capacity: int, glimpse_tokens: int, *,
+                   top_k_starts: int = TOP_K_STARTS, max_answer_length: int = MAX_ANSWER_LENGTH,
+                   should_stop: Callable[[], bool] | None = None) -> np.ndarray:
+    """(W,) the model's answerable logit on a glimpse of each window ``[starts[i], starts[i] + capacity)``:
+    ``prefix`` and the ``glimpse_tokens - len(prefix)`` document tokens around the window's best-matching
+    chunk for ``question_ids`` (:func:`best_chunk_centres`), all glimpses in one batch."""
+    n_tokens = len(document_ids)
+    glimpse_capacity = window_capacity(n_tokens, len(prefix), glimpse_tokens)
+    centres = best_chunk_centres(question_ids, document_ids, starts, capacity, tokenizer)
+    glimpse_ids, glimpse_mask = build_windows(
+        prefix, document_ids, glimpse_starts(centres, starts, capacity, n_tokens, glimpse_capacity), glimpse_capacity,
+        ids.pad)
+    seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
+                       max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
+    return np.asarray(seen.answerable_logits, dtype=np.float64)
+
+
 def read(question: str, text: str, *, model, tokenizer, model_text: str | None = None, model_to_text=None,
          max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
          max_answer_length: int = MAX_ANSWER_LENGTH, top_k_starts: int = TOP_K_STARTS,
@@ -789,10 +807,12 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     ``glimpse_tokens``: with ``rank_windows`` and ``max_windows``, of a document with more than
     :data:`GLIMPSE_ABOVE` ranked windows to read, the model first reads a glimpse of each, ``glimpse_tokens``
     input tokens (the question's prefix and the document tokens around the window's best-matching chunk, all
-    glimpses in one batch), then reads in full only the ``glimpse_keep`` windows whose glimpses it finds
-    likeliest to hold the answer (their answerable logits; ties: the first pass's order), and answers from
-    those. ``Reading.stopped`` is then
-    "glimpsed" and each glimpsed window's record holds its glimpse's logit. None: no glimpses.
+    glimpses in one batch), then reads in full, in turn and under the stop rules, at most the ``glimpse_keep``
+    windows the choice among glimpsed windows finds likeliest to hold the answer
+    (:func:`littlebird.window_ranking.glimpse_choice`: their glimpses' answerable logits and their BM25 scores and
+    ranks; ties: the first pass's order), and answers from those. ``Reading.stopped`` is then "found" or
+    "nothing found" where a stop rule ended the reading, else "glimpsed", and each glimpsed window's record holds its
+    glimpse's logit. None: no glimpses.
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
@@ -832,16 +852,11 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     glimpses = None
     if glimpse_tokens is not None and rank_windows and max_windows is not None and len(order) > GLIMPSE_ABOVE:
         clock = time.perf_counter()
-        glimpse_capacity = window_capacity(n_tokens, len(prefix), glimpse_tokens)
-        centres = best_chunk_centres(question_ids[: question_cap(max_length)], encoded.input_ids, starts, capacity,
-                                     tokenizer)
-        glimpse_ids, glimpse_mask = build_windows(
-            prefix, encoded.input_ids, glimpse_starts(centres, starts, capacity, n_tokens, glimpse_capacity),
-            glimpse_capacity, ids.pad)
-        seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
-                           max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
-        glimpses = {window: float(logit) for window, logit in zip(order, seen.answerable_logits)}
-        keep = order_by_score(seen.answerable_logits)[:glimpse_keep]
+        seen = glimpse_logits(model, tokenizer, ids, prefix, question_ids[: question_cap(max_length)], encoded.input_ids,
+                              starts, capacity, glimpse_tokens, top_k_starts=top_k_starts,
+                              max_answer_length=max_answer_length, should_stop=should_stop)
+        glimpses = {window: float(logit) for window, logit in zip(order, seen)}
+        keep = order_by_score(glimpse_choice(seen, lexical[order] / max(float(lexical.max()), 1e-9)))[:glimpse_keep]
         order, starts = [order[i] for i in keep], [starts[i] for i in keep]
         prior = None if prior is None else prior[keep]
         timings["glimpse"] = time.perf_counter() - clock

@@ -112,6 +112,31 @@ def order_by_score(scores: np.ndarray) -> list[int]:
     return [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
+# The choice among glimpsed windows (littlebird.reader.read's glimpse_tokens) weighs, per window: its glimpse's
+# answerable logit and probability, its BM25 score over the document's best window's, its BM25 rank over 10 (0 the
+# best), whether it is BM25's best window, and that times BM25's lead over the next window (choice_features). A
+# listwise softmax over each question's glimpsed windows, the windows holding a gold answer its targets, fitted on
+# 1,053 questions of training-split documents (English and Korean: articles, and long documents of 32K-160K tokens),
+# none of the dev files it is measured on:
+#   python experiments/window-screening/fit_choice.py runs/cascade/gr-train-{en,ko}-{article,long}.pt
+GLIMPSE_CHOICE_WEIGHTS = (0.5445, -1.5979, 6.3631, -0.8404, -0.3869, 1.8477)
+
+
+def glimpse_choice(glimpse_logits: np.ndarray, lexical: np.ndarray, weights=None) -> np.ndarray:
+    """(W,) how likely each glimpsed window is to hold the answer, for windows in BM25's order (rank 0 first):
+    ``glimpse_logits`` their glimpses' answerable logits, ``lexical`` their BM25 scores over the best one's."""
+    return choice_features(glimpse_logits, lexical) @ np.asarray(GLIMPSE_CHOICE_WEIGHTS if weights is None else weights)
+
+
+def choice_features(glimpse_logits: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """(W, 6): the features :func:`glimpse_choice` weighs (see :data:`GLIMPSE_CHOICE_WEIGHTS`)."""
+    g, lex = np.asarray(glimpse_logits, dtype=np.float64), np.asarray(lexical, dtype=np.float64)
+    rank = np.arange(len(g), dtype=np.float64)
+    first = (rank == 0).astype(np.float64)
+    lead = lex[0] - lex[1] if len(lex) > 1 else 0.0
+    return np.stack([g, 1 / (1 + np.exp(-g)), lex, rank / 10, first, first * lead], 1)
+
+
 def reading_order(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
                   tokenizer) -> list[int]:
     """Indices of ``starts``, the windows most likely to hold the answer first (ties: document order)."""

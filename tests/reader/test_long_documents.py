@@ -12,7 +12,7 @@ from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, Limits
 from littlebird import reader
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
-from littlebird.window_ranking import chunk_scores, reading_order, term_table
+from littlebird.window_ranking import chunk_scores, glimpse_choice, reading_order, term_table
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, tiny_answering_model, tiny_loaded_model
 
@@ -257,9 +257,13 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     assert all(w.glimpse_logit is None for w in reading.windows if w.rank >= 8)
     read_ones = sorted((w for w in reading.windows if w.read is not None), key=lambda w: w.read)
     assert reading.n_windows == len(read_ones) == 2 and reading.stopped == "glimpsed"
-    # the two read are the two with the highest glimpse logits, the higher first
-    by_glimpse = sorted(glimpsed, key=lambda w: (-w.glimpse_logit, w.rank))
-    assert [(w.start, w.end) for w in read_ones] == [(w.start, w.end) for w in by_glimpse[:2]]
+    # the two read are the two the choice scores highest, from each window's glimpse logit and BM25 score and rank,
+    # the higher first
+    by_rank = sorted(glimpsed, key=lambda w: w.rank)
+    choice = glimpse_choice(np.array([w.glimpse_logit for w in by_rank]),
+                            np.array([w.lexical_score for w in by_rank]) / max(w.lexical_score for w in by_rank))
+    by_choice = [by_rank[i] for i in np.argsort(-choice, kind="stable")]
+    assert [(w.start, w.end) for w in read_ones] == [(w.start, w.end) for w in by_choice[:2]]
     assert reading.note.startswith("Read 2 of ") and "glimpsed each" in reading.note
     assert reading.answers and reading.answers[0].window in (0, 1)  # answers come from the windows read
     # a glimpse's logit is the model's on the prefix and the glimpse's tokens around the window's best chunk:
@@ -277,6 +281,24 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
         logits = {s: float(model(input_ids=torch.tensor([[*prefix, *encoded.input_ids[s:s + capacity]]])).answerable_logits[0])
                   for s in starts}
     assert any(abs(logit - first.glimpse_logit) < 1e-4 for logit in logits.values())
+
+
+def test_the_choice_among_glimpsed_windows_follows_the_glimpses_and_the_words_the_question_shares():
+    # ten windows in BM25's order, their scores over the best one's
+    flat = np.zeros(10)
+    lexical = np.linspace(1.0, 0.5, 10)
+    order = lambda g, lex: list(np.argsort(-glimpse_choice(g, lex), kind="stable"))  # noqa: E731
+    # equal glimpses: BM25's order decides
+    assert order(flat, lexical) == list(range(10))
+    # a glimpse far likelier than the others' wins over a better BM25 rank
+    sure = flat.copy(); sure[6] = 6.0
+    assert order(sure, lexical)[0] == 6
+    # a likelier glimpse lifts a window above an otherwise equal one
+    lifted = flat.copy(); lifted[4] = 3.0
+    assert order(lifted, lexical).index(4) < order(flat, lexical).index(4)
+    # a higher BM25 score lifts a window above an otherwise equal one
+    higher = lexical.copy(); higher[5] = 0.95
+    assert order(flat, higher).index(5) < order(flat, lexical).index(5)
 
 
 def test_a_document_of_few_windows_is_read_without_glimpses():
