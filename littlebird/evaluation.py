@@ -48,6 +48,7 @@ from .reader import (
     DEFAULT_STOP_CONFIDENCE,
     GLIMPSE_ABOVE,
     GLIMPSE_KEEP,
+    GLIMPSE_TOKENS,
     Reading,
     default_stride,
     model_device,
@@ -131,7 +132,7 @@ def predict_answer(model, tokenizer, question: str, context: str, *, max_length:
                    stride: int | None = None, max_answer_length: int = 30, rank_windows: bool = True,
                    max_windows: int | None = DEFAULT_MAX_WINDOWS,
                    stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-                   give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = None,
+                   give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
                    glimpse_keep: int = GLIMPSE_KEEP) -> Reading:
     """``question`` read from ``context`` exactly as the app reads it (:func:`littlebird.reader.read`, tidied
     with :func:`littlebird.answer_text.tidy_answer_span`); the prediction is ``answers[0]``."""
@@ -145,7 +146,7 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                   max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, max_answer_length: int = 30,
                   progress=None, rank_windows: bool = True, max_windows: int | None = DEFAULT_MAX_WINDOWS,
                   stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-                  give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = None,
+                  give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
                   glimpse_keep: int = GLIMPSE_KEEP) -> list[Prediction]:
     """Answer (at most ``max_questions``, in file order) questions of a SQuAD file and score each."""
     from .training.data import read_squad
@@ -287,9 +288,10 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--give-up-below", default=str(DEFAULT_GIVE_UP_BELOW),
                         help="stop reading a long context's ranked windows once three are read and none is answerable "
                              f"with this probability, as the app does (default {DEFAULT_GIVE_UP_BELOW}); 'none' reads on")
-    parser.add_argument("--glimpse", type=int, default=None, metavar="TOKENS",
+    parser.add_argument("--glimpse", default=str(GLIMPSE_TOKENS), metavar="TOKENS",
                         help=f"of a context with more than {GLIMPSE_ABOVE} ranked windows, read a glimpse of TOKENS tokens of "
-                             "each first, then only the --glimpse-keep likeliest windows in full (default: no glimpses)")
+                             f"each first, then only the --glimpse-keep likeliest windows in full, as the app does (default "
+                             f"{GLIMPSE_TOKENS}); 'none' reads the ranked windows in turn")
     parser.add_argument("--glimpse-keep", type=int, default=GLIMPSE_KEEP,
                         help=f"windows read in full after the glimpses (default {GLIMPSE_KEEP})")
     parser.add_argument("--threads", type=int, default=None)
@@ -313,21 +315,22 @@ def main(argv=None) -> dict | None:
     max_windows = None if args.max_windows == "all" else int(args.max_windows)
     stop_confidence = None if args.stop_confidence == "none" else float(args.stop_confidence)
     give_up_below = None if args.give_up_below == "none" else float(args.give_up_below)
+    glimpse = None if args.glimpse == "none" else int(args.glimpse)
     predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
                                 max_length=max_length, stride=stride, max_answer_length=args.max_answer_length,
                                 rank_windows=args.window_rule == "ranked", max_windows=max_windows,
                                 stop_confidence=stop_confidence, give_up_below=give_up_below,
-                                glimpse_tokens=args.glimpse, glimpse_keep=args.glimpse_keep)
+                                glimpse_tokens=glimpse, glimpse_keep=args.glimpse_keep)
     summary = summarize(predictions)
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
                     "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,
-                    "glimpse_tokens": args.glimpse, "glimpse_keep": args.glimpse_keep if args.glimpse else None,
+                    "glimpse_tokens": glimpse, "glimpse_keep": args.glimpse_keep if glimpse else None,
                     "cpu_mode": resolve_cpu_mode(args.cpu_mode), "window_rule": args.window_rule})
     window = (f"window {max_length}, stride {stride}, {args.window_rule}, "
               f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
               f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"
               f"{'' if give_up_below is None else f', give up below {give_up_below:g}'}"
-              f"{'' if args.glimpse is None else f', glimpses of {args.glimpse} tokens, {args.glimpse_keep} read in full'}"
+              f"{'' if glimpse is None else f', glimpses of {glimpse} tokens, {args.glimpse_keep} read in full'}"
               ) if max_length else "one pass"
     print(format_summary(summary, f"model {args.model} | data {args.data} | {window} | cpu mode {summary['cpu_mode']}"))
     sys.stdout.flush()

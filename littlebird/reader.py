@@ -59,11 +59,13 @@ DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
 DEFAULT_GIVE_UP_BELOW = 0.05
 MIN_WINDOWS_BEFORE_GIVING_UP = 3
-# Glimpses (opt-in, ``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first
-# reads a short glimpse of each (that many input tokens around the window's best-matching chunk), then reads in full
-# at most the GLIMPSE_KEEP windows that the glimpses and BM25 together find likeliest to hold the answer.
+# Glimpses (``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first reads a
+# short glimpse of each (GLIMPSE_TOKENS input tokens around the window's best-matching chunk), then reads in full, in
+# turn and under the stop rules, at most the GLIMPSE_KEEP windows that the glimpses and BM25 together find likeliest to
+# hold the answer: ten windows for the cost of about four, within a point of reading them in turn on every
+# multi-window dev file (docs/training-log.md, 2026-12-04).
 GLIMPSE_ABOVE = 4
-GLIMPSE_KEEP = 3
+GLIMPSE_KEEP = 4
 GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an eighth of a default window
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
@@ -735,6 +737,15 @@ def glimpse_starts(centres: Sequence[int], starts: Sequence[int], capacity: int,
     return out
 
 
+_GLIMPSING = threading.local()
+
+
+def glimpsing() -> bool:
+    """Whether this thread's model pass is one of glimpses (:func:`glimpse_logits`), not a window read in full: the
+    app's hooks that keep the windows read for the attention explorer pass over it."""
+    return getattr(_GLIMPSING, "on", False)
+
+
 def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], question_ids: Sequence[int],
                    document_ids: np.ndarray, starts: Sequence[int], capacity: int, glimpse_tokens: int, *,
                    top_k_starts: int = TOP_K_STARTS, max_answer_length: int = MAX_ANSWER_LENGTH,
@@ -748,8 +759,12 @@ def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], que
     glimpse_ids, glimpse_mask = build_windows(
         prefix, document_ids, glimpse_starts(centres, starts, capacity, n_tokens, glimpse_capacity), glimpse_capacity,
         ids.pad)
-    seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
-                       max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
+    _GLIMPSING.on = True
+    try:
+        seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
+                           max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
+    finally:
+        _GLIMPSING.on = False
     return np.asarray(seen.answerable_logits, dtype=np.float64)
 
 
@@ -762,7 +777,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
          should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
          max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
          stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = None,
+         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
          glimpse_keep: int = GLIMPSE_KEEP) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
@@ -811,8 +826,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     windows the choice among glimpsed windows finds likeliest to hold the answer
     (:func:`littlebird.window_ranking.glimpse_choice`: their glimpses' answerable logits and their BM25 scores and
     ranks; ties: the first pass's order), and answers from those. ``Reading.stopped`` is then "found" or
-    "nothing found" where a stop rule ended the reading, else "glimpsed", and each glimpsed window's record holds its
-    glimpse's logit. None: no glimpses.
+    "nothing found" where a stop rule ended the reading, None where the time ran out, else "glimpsed", and each
+    glimpsed window's record holds its glimpse's logit. None: no glimpses, the windows are read in turn.
     """
     if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
             or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
@@ -881,7 +896,8 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     stopped = None
     if enough is not None and len(starts) < len(order):
         stopped = stop_reason(logits, stop_confidence, give_up_below)
-    if glimpses is not None and stopped is None:
+    timed_out = len(starts) < len(order) and stopped is None
+    if glimpses is not None and stopped is None and not timed_out:
         stopped = "glimpsed"
     reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
@@ -889,8 +905,7 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
                                                               logits.answerable_logits, scored.best_per_window(),
                                                               glimpses))
     if len(starts) < planned:
-        reading.note = reading_note(reading, timed_out=len(starts) < len(order) and stopped is None,
-                                    time_budget=time_budget)
+        reading.note = reading_note(reading, timed_out=timed_out, time_budget=time_budget)
     if attention_summary is not None:
         _check(should_stop)
         clock = time.perf_counter()

@@ -32,7 +32,7 @@ from plotly.subplots import make_subplots
 
 from littlebird.app.figures import LABEL_CHARS, _layout, _message_figure
 from littlebird.modeling_littlebird import LittleBirdLayer, attention_weights_dtype, build_block_geometry, pair_terms
-from littlebird.reader import _attention_layers, model_device
+from littlebird.reader import _attention_layers, glimpsing, model_device
 
 if TYPE_CHECKING:
     from littlebird.app.asking import ExplorerTarget
@@ -211,7 +211,7 @@ def keeping_reading(model: Any, *, budget: int = KEEP_BYTES) -> Iterator[Reading
     thread = threading.get_ident()
 
     def end_pass(module, args, output):
-        if threading.get_ident() == thread and kept._pass:
+        if threading.get_ident() == thread and kept._pass and not glimpsing():
             logits = getattr(output, "answerable_logits", None)
             kept._end_pass([0.0] * len(kept._pass) if logits is None else logits.float().cpu().tolist())
 
@@ -233,7 +233,7 @@ def _recording(model: Any, start_pass: Callable[[int], list[LayerInputs]], dtype
     rows: list[LayerInputs] = []
 
     def take_input(layer, args):
-        if threading.get_ident() != thread:
+        if threading.get_ident() != thread or glimpsing():  # glimpses are not windows read
             return
         x, p, geometry = args[:3]  # LittleBirdLayer.forward(x, p, geometry, output_attentions)
         if layer is layers[0]:
@@ -248,7 +248,7 @@ def _recording(model: Any, start_pass: Callable[[int], list[LayerInputs]], dtype
             inputs._take_input(x[row], p[row])
 
     def take_pack(module, args, output):
-        if threading.get_ident() == thread:
+        if threading.get_ident() == thread and not glimpsing():
             for row, inputs in enumerate(rows):
                 inputs._take_pack(output[row])
 

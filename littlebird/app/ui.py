@@ -39,7 +39,7 @@ from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
-from littlebird.reader import ReadingStopped
+from littlebird.reader import GLIMPSE_KEEP, ReadingStopped
 from littlebird.window_ranking import term_table
 
 _DOCUMENT_CSS = """
@@ -95,7 +95,8 @@ sliding-window attention, BiALiBi position biases and pack & unpack attention.
 Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARACTERS // 1_000_000} MB of HTML),
 give a web address or upload a file, or start from an example. The model reads windows of
 {DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
-question ({seconds}), and the answer says how much it read."""
+question, a short glimpse of each, and in full at most the {GLIMPSE_KEEP} that look likeliest to hold the answer ({seconds});
+the answer says how much it read."""
 
 
 def _warm_model(loaded: LoadedModel, model_path: str | None) -> None:

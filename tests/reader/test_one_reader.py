@@ -21,7 +21,8 @@ from littlebird.app.qa import answer_question
 from littlebird.app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
-from littlebird.reader import DEFAULT_MAX_WINDOWS, MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP
+from littlebird.reader import (DEFAULT_MAX_WINDOWS, GLIMPSE_KEEP, GLIMPSE_TOKENS, MIN_WINDOWS_BEFORE_GIVING_UP,
+                               MIN_WINDOWS_BEFORE_STOP)
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa"
@@ -127,14 +128,16 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     model_answerable_at(0.95).save_pretrained(checkpoint)  # every window answerable with 0.95
     qa_tokenizer().save_pretrained(checkpoint)
     windows_read = {}
-    for stop in ("0.9", "none"):
-        output = tmp_path / f"stop-{stop}.json"
+    for stop, glimpse in (("0.9", "none"), ("none", "none"), ("none", str(GLIMPSE_TOKENS))):
+        output = tmp_path / f"stop-{stop}-{glimpse}.json"
         summary = evaluation.main(["--model", str(checkpoint), "--data", str(data), "--max-length", "128",
-                                   "--stop-confidence", stop, "--output", str(output)])
+                                   "--stop-confidence", stop, "--glimpse", glimpse, "--output", str(output)])
         [row] = json.loads(output.read_text())["predictions"]
-        windows_read[stop] = row["n_windows"]
+        windows_read[stop, glimpse] = row["n_windows"]
         assert summary["stop_confidence"] == (None if stop == "none" else 0.9)
-    assert windows_read == {"0.9": MIN_WINDOWS_BEFORE_STOP, "none": DEFAULT_MAX_WINDOWS}
+    # read in turn, the rule stops at two; without it, the ten best are read; with glimpses, the likeliest few
+    assert windows_read == {("0.9", "none"): MIN_WINDOWS_BEFORE_STOP, ("none", "none"): DEFAULT_MAX_WINDOWS,
+                            ("none", str(GLIMPSE_TOKENS)): GLIMPSE_KEEP}
     result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(), max_length=128)
     assert result.n_windows == MIN_WINDOWS_BEFORE_STOP < result.windows_planned  # the app's default rule is the CLI's
 
@@ -144,7 +147,7 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     for low, expected in (("0.05", MIN_WINDOWS_BEFORE_GIVING_UP), ("none", DEFAULT_MAX_WINDOWS)):
         output = tmp_path / f"low-{low}.json"
         evaluation.main(["--model", str(doubtful), "--data", str(data), "--max-length", "128", "--give-up-below", low,
-                         "--output", str(output)])
+                         "--glimpse", "none", "--output", str(output)])  # the windows read in turn
         assert json.loads(output.read_text())["predictions"][0]["n_windows"] == expected
     result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(), max_length=128)
     assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.message

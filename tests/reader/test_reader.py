@@ -246,7 +246,8 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
 def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokenizer):
     question = "How deep is Lake Baikal?"
     sure = CountingModel(model_answerable_at(0.95))
-    options = dict(model=sure, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5)
+    options = dict(model=sure, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5,
+                   glimpse_tokens=None)  # the windows read in turn
     stopped = read(question, TEXT, stop_confidence=0.9, **options)
     assert sure.windows == MIN_WINDOWS_BEFORE_STOP == stopped.n_windows < stopped.windows_planned
     assert stopped.stopped == "found" and "stopped once it found a part it judged to hold the answer" in stopped.note
@@ -271,7 +272,8 @@ def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokeniz
 def test_best_windows_without_a_sign_of_the_answer_leave_the_rest_unread(tokenizer):
     question = "How deep is Lake Baikal?"
     doubtful = CountingModel(model_answerable_at(0.02))
-    options = dict(model=doubtful, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5)
+    options = dict(model=doubtful, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5,
+                   glimpse_tokens=None)  # the windows read in turn
     given_up = read(question, TEXT, give_up_below=0.05, **options)
     assert doubtful.windows == MIN_WINDOWS_BEFORE_GIVING_UP == given_up.n_windows < given_up.windows_planned
     assert given_up.stopped == "nothing found" and "none of them seemed to hold the answer" in given_up.note
