@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -505,6 +506,9 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
 def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(settings):
     from littlebird.app import token_view
 
+    for thread in threading.enumerate():  # an earlier test's app start may still be warming (and keeping) in the background
+        if thread.name == "warm-model":
+            thread.join(timeout=300)
     token_view.CAPTURES.clear()
     summary = asking.warm_explorer(TEST_MODEL)
     # a real explorer pass over the warm-up's one window: both layers of the tiny model reduced
