@@ -62,8 +62,8 @@ MIN_WINDOWS_BEFORE_GIVING_UP = 3
 # Glimpses (``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first reads a
 # short glimpse of each (GLIMPSE_TOKENS input tokens around the window's best-matching chunk), then reads in full, in
 # turn and under the stop rules, at most the GLIMPSE_KEEP windows that the glimpses and BM25 together find likeliest to
-# hold the answer: ten windows for the cost of about four, within a point of reading them in turn on every
-# multi-window dev file (docs/training-log.md, 2026-12-04).
+# hold the answer: ten windows for the cost of at most five and a half (ten glimpses cost about 1.4 windows), within a
+# point of reading them in turn on the dev files but English page-shaped ones (-1.6; docs/evaluation.md).
 GLIMPSE_ABOVE = 4
 GLIMPSE_KEEP = 4
 GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an eighth of a default window
