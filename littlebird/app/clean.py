@@ -25,12 +25,13 @@ _WORD = re.compile(r"\S+")
 # Element names of trafilatura's XML and of plain HTML (for the fallback walk), by role.
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6", "head", "title"}
 _PARAGRAPHS = {"p", "quote", "blockquote", "code", "pre", "div", "section", "article", "main", "body", "dd", "dt",
-               "figcaption", "caption", "address", "center"}
+               "figure", "figcaption", "caption", "address", "center"}
 _LISTS = {"list", "ul", "ol", "dl"}
 _ITEMS = {"item", "li"}
 _ROWS = {"row", "tr"}
 _CELLS = {"cell", "td", "th"}
 _BREAKS = {"lb", "br"}
+_BLOCKS = _HEADINGS | _PARAGRAPHS | _LISTS | _ITEMS | _ROWS | _CELLS | {"table", "tbody", "thead", "tfoot"}
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form",
             "button", "input", "select", "textarea", "iframe", "object", "embed", "menu", "graphic", "img"}
 _MARKDOWN_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -104,6 +105,7 @@ class _Writer:
         if self.shown_len and self.trailing_newlines < newlines:
             self.shown_only("\n" * (newlines - self.trailing_newlines))
         self.pending_space = False
+        self.block_has_text = False
 
     def inline(self, fragment: str | None) -> None:
         """Add running text of the current element, collapsing whitespace as a browser does."""
@@ -115,8 +117,8 @@ class _Writer:
                 continue
             if self.pending_space and self.trailing_newlines == 0:
                 self._shared(" ")
-            elif not self.block_has_text:
-                self._model_separator()
+            elif self.pending_space or self.trailing_newlines or not self.block_has_text:
+                self._model_separator()  # a line break or a new block: words must not run together
             self.pending_space = False
             self._shared(match.group(2))
             self.block_has_text = True
@@ -200,10 +202,16 @@ class _HtmlWalker:
 
     @staticmethod
     def _has_direct_text(element) -> bool:
-        """A container such as <div> gets a <p> only if it holds text itself, not just blocks."""
+        """A container such as <div> gets a <p> only if it holds text itself or in inline children, not just blocks."""
         if element.text and element.text.strip():
             return True
-        return any(child.tail and child.tail.strip() for child in element)
+        for child in element:
+            if child.tail and child.tail.strip():
+                return True
+            name = _local_name(child)
+            if name and name not in _BLOCKS and name not in _SKIPPED and _HtmlWalker._has_direct_text(child):
+                return True  # text inside a link or <b>, not inside a nested block
+        return False
 
     def _block(self, element, token: str | None) -> None:
         if token:
@@ -234,6 +242,10 @@ class _HtmlWalker:
 
     def _table(self, element) -> None:
         self.w.ensure_break(2)
+        for caption in element:
+            if _local_name(caption) == "caption":  # the table's title, which questions name
+                self._block(caption, "<p>")
+                self.w.ensure_break(1)
         self.w.tag("<table>")
         for row in element.iter():
             if _local_name(row) not in _ROWS or _nearest_table(row) is not element:
@@ -260,6 +272,55 @@ def _nearest_table(element):
     while parent is not None and _local_name(parent) != "table":
         parent = parent.getparent()
     return parent
+
+
+# MediaWiki (Wikipedia and its kin) marks its structure well, and trafilatura's heuristics drop most of its
+# section headings and some of its body, so such pages are walked directly, after removing what the
+# page's own style sheets hide or mark as furniture.
+_MEDIAWIKI = re.compile(r"""class\s*=\s*["'][^"']*(?<![\w-])(?:mw-[a-z][\w-]*|wikitable)(?![\w-])""", re.IGNORECASE)
+_MEDIAWIKI_FURNITURE_CLASSES = frozenset({
+    "toc", "toctitle", "mw-editsection", "editsection", "reference", "mw-cite-backlink", "Z3988",  # contents, edit links, [1]
+    "navbox", "vertical-navbox", "navbar", "navbox-styles", "sistersitebox", "portal", "authority-control",
+    "metadata", "ambox", "mbox-small", "catlinks", "printfooter", "mw-jump-link", "mw-indicators", "persondata",
+    "Template-Fact", "noexcerpt", "mw-empty-elt",
+    "sortkey", "geo-nondefault", "geo-multi-punct",  # hidden by the site's style sheet
+})
+_MEDIAWIKI_FURNITURE_IDS = frozenset({"toc", "toctitle", "catlinks", "jump-to-nav", "siteSub", "contentSub",
+                                      "mw-navigation", "footer", "mw-head", "mw-panel", "p-lang", "vector-toc"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_SITE_SUFFIX = re.compile(r"\s+[-\u2013\u2014|]\s+[^-\u2013\u2014|]+$")  # " - Wikipedia", " - 위키백과, ..."
+
+
+def _is_furniture(element) -> bool:
+    """Hidden by its page, or one of MediaWiki's boxes, bars, markers and tables of contents."""
+    if element.get("hidden") is not None or _HIDDEN_STYLE.search(element.get("style") or ""):
+        return True
+    if element.get("id") in _MEDIAWIKI_FURNITURE_IDS:
+        return True
+    return not _MEDIAWIKI_FURNITURE_CLASSES.isdisjoint((element.get("class") or "").split())
+
+
+def _mediawiki_body(text: str):
+    """The article body of a MediaWiki page (whole or ``action=render``) without its furniture, and its title."""
+    try:
+        root = lxml_html.document_fromstring(text)
+    except (etree.ParserError, ValueError):
+        return None, None
+    heading = root.get_element_by_id("firstHeading", None)
+    title = " ".join(heading.text_content().split()) if heading is not None else None
+    if not title:
+        page_title = " ".join((root.findtext(".//title") or "").split())
+        title = _SITE_SUFFIX.sub("", page_title) or None
+    body = next(iter(root.find_class("mw-parser-output")), None)
+    for content_id in ("mw-content-text", "bodyContent", "mw-content", "content"):  # newest skins first
+        if body is None:
+            body = root.get_element_by_id(content_id, None)
+    if body is None:
+        body = root.find(".//body") if root.find(".//body") is not None else root
+    for element in list(body.iter()):
+        if isinstance(element.tag, str) and _is_furniture(element):
+            element.drop_tree()  # keeps the element's tail: the words after a [1] marker stay
+    return body, title
 
 
 def _trafilatura_body(text: str):
@@ -289,7 +350,7 @@ def _fallback_body(text: str):
 
 
 def _write_html(text: str) -> tuple[_Writer, str | None]:
-    body, title = _trafilatura_body(text)
+    body, title = _mediawiki_body(text) if _MEDIAWIKI.search(text) else _trafilatura_body(text)
     if body is None:
         body, fallback_title = _fallback_body(text)
         title = title or fallback_title

@@ -55,10 +55,10 @@ def test_korean_page(documents):
 def test_table_cells_are_tagged_and_answerable(documents):
     # A question about a cell needs the cell's text next to its row header in the model text.
     document = documents["ko_wiki_sejong.html"]
-    assert "<tr> <td> 재위 <td> 1418년 9월 9일 ~ 1450년 3월 30일" in document.model_text
+    assert "<tr> <th> 재위 <td> 1418년 9월 9일 ~ 1450년 3월 30일" in document.model_text
     assert "<tr> <th> 이름 <th> 종류 <th> 제작 연도 <th> 관련 인물" in document.model_text
     english = documents["en_wiki_baikal.html"]
-    assert "<tr> <td> Max. depth <td> 1,642 m (5,387 ft)" in english.model_text
+    assert "<tr> <th> Max. depth <td> 1,642 m (5,387 ft)" in english.model_text
     assert "Selenga | 992 km | about 50% | Selenga Delta, east shore" in english.text
 
 
