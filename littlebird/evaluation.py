@@ -126,6 +126,7 @@ class Prediction:
     f1: float = 0.0
     answerable: float = 1.0  # the reader's answerable probability (sigmoid of the best window's logit)
     no_answer: bool = False  # the app would say "No answer found" (answerable below its threshold) and list guesses
+    in_answer_row: bool | None = None  # the best guess lies in the gold answer's table row (files with table_row)
 
 
 def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int | None = DEFAULT_MAX_LENGTH,
@@ -170,9 +171,14 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                     em = f1 = float(reading.no_answer)
                 else:
                     em, f1 = best_scores(text, answers, lang)
+                in_row = None
+                if qa.get("table_row"):  # page-table files: the model-text range of the answer's table row
+                    row_start, row_end = qa["table_row"]
+                    best = reading.answers[0] if reading.answers else None
+                    in_row = bool(best and row_start <= best.start and best.end <= row_end)
                 predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
                                               reading.n_windows, seconds, em, f1, reading.answerable_probability,
-                                              reading.no_answer))
+                                              reading.no_answer, in_row))
                 if progress is not None:
                     progress(len(predictions))
     return predictions
@@ -202,6 +208,10 @@ def summarize(predictions: list[Prediction]) -> dict:
         # On questions with an answer each "No answer found" is a miss that F1 (scored on the best guess,
         # which the app still lists) does not count; on unanswerable ones it is the F1 itself.
         summary["no_answer_rate"] = statistics.fmean(float(p.no_answer) for p in predictions)
+        in_rows = [p.in_answer_row for p in predictions if p.in_answer_row is not None]
+        if in_rows:
+            summary["answer_row_rate"] = statistics.fmean(float(r) for r in in_rows)
+            summary["answer_row_questions"] = len(in_rows)
     return summary
 
 
@@ -223,6 +233,9 @@ def format_summary(summary: dict, title: str) -> str:
                      f"({lat['threads']} threads); mean {summary['mean_tokens']:.0f} document tokens, "
                      f"{summary['mean_windows']:.1f} windows")
         lines.append(f"'no answer' decisions (answerable below the app's threshold): {summary['no_answer_rate']:.1%}")
+        if "answer_row_rate" in summary:
+            lines.append(f"best guess in the gold answer's table row: {summary['answer_row_rate']:.1%} "
+                         f"of {summary['answer_row_questions']} questions whose answer sits in a table")
     return "\n".join(lines)
 
 

@@ -44,7 +44,9 @@ class Document:
     """A cleaned document, ready for questions.
 
     ``model_to_text[i]`` is the index in ``text`` of ``model_text[i]``, or -1 where the model
-    text has a tag token or separator that is not in the shown text.
+    text has a tag token or separator that is not in the shown text. ``table_rows`` holds, for every
+    row of every HTML table, ``(table, start, end)``: the table's number in document order and the row's
+    range in the model text, from its ``<tr>`` token to the end of its last cell.
     """
 
     text: str
@@ -58,6 +60,7 @@ class Document:
     encoding: str = ""
     is_html: bool = False
     warnings: list[str] = field(default_factory=list)
+    table_rows: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 class _Writer:
@@ -77,6 +80,8 @@ class _Writer:
         self.pending_space = False  # the document had whitespace between the last word and the next
         self.block_has_text = False
         self.last_word_end = -1
+        self.tables = 0
+        self.table_rows: list[tuple[int, int, int]] = []  # (table, model start, model end)
 
     def _model_only(self, piece: str) -> None:
         self.model.append(piece)
@@ -247,6 +252,8 @@ class _HtmlWalker:
                 self._block(caption, "<p>")
                 self.w.ensure_break(1)
         self.w.tag("<table>")
+        table = self.w.tables
+        self.w.tables += 1
         for row in element.iter():
             if _local_name(row) not in _ROWS or _nearest_table(row) is not element:
                 continue
@@ -255,6 +262,7 @@ class _HtmlWalker:
                 continue  # empty layout rows carry nothing a question could ask about
             self.w.ensure_break(1)
             self.w.tag("<tr>")
+            row_start = len(self.w.map) - len("<tr>")
             first = True
             for cell in cells:
                 is_head = _local_name(cell) == "th" or cell.get("role") == "head"
@@ -264,6 +272,7 @@ class _HtmlWalker:
                     self.w.shown_only(" | ")
                 first = False
                 self._block(cell, "<th>" if is_head else "<td>")
+            self.w.table_rows.append((table, row_start, len(self.w.map)))
         self.w.ensure_break(2)
 
 
@@ -447,5 +456,5 @@ def clean_document(raw: RawDocument) -> Document:
         text=text, model_text=model_text, model_to_text=model_to_text, language=language,
         title=(title.strip() or None) if title else None, clean_seconds=time.perf_counter() - start,
         source=raw.source, fetch_seconds=raw.fetch_seconds, encoding=raw.encoding, is_html=raw.is_html,
-        warnings=warnings,
+        warnings=warnings, table_rows=writer.table_rows,
     )

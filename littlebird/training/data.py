@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import gzip
-import hashlib
 import json
 import math
 import random
@@ -25,6 +24,8 @@ from typing import Iterable, Sequence
 
 from ..reader import question_prefix, special_ids, tokenize_questions, window_capacity, window_input_ids, window_starts
 from .page_shape import page_shaped_documents
+from .page_tables import TABLE_PAGES_FILE, load_table_articles
+from .splits import is_dev_title, split_by_article  # noqa: F401  (the data API, as before)
 
 SQUAD_FILE = "qa/squad-v1.1-train.json.gz"
 KOREAN_FILE = "qa/ko-wiki-mrc-4192.json.gz"
@@ -68,19 +69,6 @@ def unescape_newlines(articles: list[dict]) -> list[dict]:
             paragraphs.append({"context": context.replace("\\n", "\n"), "qas": qas})
         out.append({**article, "paragraphs": paragraphs})
     return out
-
-
-def is_dev_title(title: str, dev_fraction: float) -> bool:
-    """Whether an article belongs to the dev split: a stable hash of its title, so reruns agree."""
-    digest = int(hashlib.sha256(title.encode("utf-8")).hexdigest()[:8], 16)
-    return digest / 0xFFFFFFFF < dev_fraction
-
-
-def split_by_article(articles: list[dict], dev_fraction: float = 0.1) -> tuple[list[dict], list[dict]]:
-    """(train, dev) with no title in both."""
-    train = [a for a in articles if not is_dev_title(a["title"], dev_fraction)]
-    dev = [a for a in articles if is_dev_title(a["title"], dev_fraction)]
-    return train, dev
 
 
 @dataclass
@@ -460,6 +448,14 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             path = output_dir / f"train-{language}-paragraph.json"
             write_squad(path, take_questions(corpus.train[language], train_questions, seed=seed))
             files[path.stem] = path
+    if (Path(data_dir) / TABLE_PAGES_FILE).exists():
+        tables, counts = load_table_articles(data_dir, dev_fraction, "dev")
+        path = output_dir / "dev-en-page-table.json"
+        write_squad(path, take_questions(tables, max_questions, seed=seed))
+        files[path.stem] = path
+        print(f"{path}: {count_questions(take_questions(tables, max_questions, seed=seed))} questions on whole "
+              f"Wikipedia pages about their tables (dev pages: {counts.pages}, questions kept "
+              f"{counts.kept} of {counts.questions})")
     return files
 
 

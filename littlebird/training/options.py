@@ -23,6 +23,8 @@ from ..command_options import Options, option
 from .batching import QACollator
 from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
 from .page_shape import page_shaped_documents
+from .page_tables import load_table_articles
+from .question_forms import with_search_style
 
 def _question_limits(args) -> list[tuple[str, int | None]]:
     return [("en", args.max_en_questions), ("ko", args.max_ko_questions)]
@@ -74,11 +76,14 @@ class ShortDataOptions(DataOptions):
 
 
 def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
-                      unanswerable_rate: float, with_sentence_ends: bool, seed: int) -> list:
-    """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions)."""
+                      unanswerable_rate: float, with_sentence_ends: bool, seed: int,
+                      search_style_share: float = 0.0) -> list:
+    """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions);
+    a ``search_style_share`` of the questions typed as keyword queries (:mod:`.question_forms`)."""
     features = []
     for language, limit in limits:
         articles = take_questions(corpus.train[language], limit, seed=seed)
+        articles = with_search_style(articles, language, search_style_share, seed)
         features += encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
                                     unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends,
                                     seed=seed)
@@ -146,11 +151,20 @@ class LongDataOptions(DataOptions):
     short_max_length: int = option(384, "the paragraph windows' length")
     page_shaped_share: float = option(0.0, "share of articles rendered as a cleaned web page (tables, lists, "
                                            "headings, another article's infobox and navigation lines); 0: none")
+    table_questions: int = option(0, "also train on this many table questions of real Wikipedia pages "
+                                     "(qa/wtq-train-pages.jsonl.gz through the app's cleaner; training pages only)")
+    table_unanswerable_rate: float = option(0.05, "share of a table page's windows without the answer kept, "
+                                                  "labelled 'no answer here'")
+    search_style_share: float = option(0.0, "share of the SQuAD and Korean questions typed as keyword queries "
+                                            "(lower case, no question mark, keyword order)")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.page_shaped_share <= 1.0:
-            raise ValueError(f"page_shaped_share is a share between 0 and 1, got {self.page_shaped_share}")
+        for name in ("page_shaped_share", "table_unanswerable_rate", "search_style_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
+        if self.table_questions < 0:
+            raise ValueError(f"table_questions is a count of questions, got {self.table_questions}")
 
 
 def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
@@ -166,14 +180,24 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
              if count]
     features = paragraph_windows(corpus, tokenizer, short, max_length=args.short_max_length,
                                  stride=args.short_max_length // 3, unanswerable_rate=0.1,
-                                 with_sentence_ends=with_sentence_ends, seed=args.seed)
+                                 with_sentence_ends=with_sentence_ends, seed=args.seed,
+                                 search_style_share=args.search_style_share)
     for language, limit in _question_limits(args):
         documents = long_documents(corpus.train[language], language, html_share=args.html_share,
                                    passages_per_document=args.ko_passages_per_document, seed=args.seed,
                                    page_shaped_share=args.page_shaped_share)
         documents = take_questions(documents, limit, seed=args.seed)
+        documents = with_search_style(documents, language, args.search_style_share, args.seed)
         features += encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
                                     stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
+                                    answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
+                                    seed=args.seed)
+    if args.table_questions:
+        # Whole pages: the answer's window, and a share of every other window of the page as "no answer here".
+        pages, _ = load_table_articles(args.data_dir, args.dev_fraction, "train")
+        pages = take_questions(pages, args.table_questions, seed=args.seed)
+        features += encode_articles(pages, tokenizer, language="en", max_length=args.max_length,
+                                    stride=args.max_length // 2, unanswerable_rate=args.table_unanswerable_rate,
                                     answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
                                     seed=args.seed)
     return features
@@ -238,7 +262,8 @@ _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "
                      "snapshots", "features_only"}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
-_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0}
+_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0, "table_questions": 0,
+                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:
