@@ -7,8 +7,8 @@
 #   scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
 #   FILES=all scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
 #
-# FILES=all compares on every dev file: the model card's ten (with the long, unanswerable and near-miss ones)
-# and the two page-shaped ones; FILES may also list dev file names. RESULTS_DIR (default runs/compare) keeps
+# FILES=all compares on every dev file: the model card's ten (with the long, unanswerable and near-miss ones),
+# the two page-shaped ones and the page-table one; FILES may also list dev file names. RESULTS_DIR (default runs/compare) keeps
 # each result file; a file already there is not computed again, so the command resumes. DEV (default runs/dev)
 # holds the dev files; they are written first if missing. About an hour of 2 cores for both models on the
 # four files, three on all; THREADS sets the evaluation's threads (default 2).
@@ -20,7 +20,8 @@ SHIPPED=${SHIPPED:-assets/littlebird-qa}; PY=${PYTHON:-python}
 
 FILES=${FILES:-dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article}
 [ "$FILES" = all ] && FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-en-long dev-ko-long
-  dev-en-unanswerable dev-ko-unanswerable dev-en-near-miss dev-ko-near-miss dev-en-page-shaped dev-ko-page-shaped"
+  dev-en-unanswerable dev-ko-unanswerable dev-en-near-miss dev-ko-near-miss dev-en-page-shaped dev-ko-page-shaped
+  dev-en-page-table"
 for file in $FILES; do
   [ -f "$DEV/$file.json" ] || { $PY -m littlebird.training.data --data-dir "$DATA" --output-dir "$DEV" \
     --max-questions 200 --ko-passages-per-document 6 --long-questions 50; break; }
