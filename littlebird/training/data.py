@@ -280,7 +280,9 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
     """Training features of every question in ``articles`` (first gold answer).
 
     Windows holding the whole answer are kept (at most ``answer_windows_per_question`` of them,
-    drawn at random); windows without it are kept with probability ``unanswerable_rate``.
+    drawn at random); windows without it are kept with probability ``unanswerable_rate``. A question with
+    no answer (:func:`unanswerable_questions`, :func:`near_miss_questions`) keeps every window, each
+    labelled "no answer here".
     """
     ids = special_ids(tokenizer)
     rng = random.Random(seed)
@@ -299,6 +301,16 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
                                       for c in sentence_ends(context, language)})
             questions = tokenize_questions([qa["question"] for qa in paragraph["qas"]], tokenizer)
             for qa, question_ids in zip(paragraph["qas"], questions):
+                if not qa["answers"]:  # a question asked of a context without its answer: every window says so
+                    prefix = question_prefix(question_ids, ids, max_length)
+                    capacity = window_capacity(len(doc_ids), len(prefix), max_length)
+                    for start in window_starts(len(doc_ids), capacity, stride):
+                        features.append(Feature(
+                            input_ids=window_input_ids(prefix, doc_ids, start, capacity), start=0, end=0,
+                            sentence_ends=[t + len(prefix) - start for t in ends_tokens
+                                           if start <= t < start + capacity],
+                            language=language))
+                    continue
                 answer = qa["answers"][0]
                 span = answer_token_span(offsets, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
                 if span is None:

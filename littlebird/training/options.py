@@ -21,7 +21,8 @@ from torch import nn
 
 from ..command_options import Options, option
 from .batching import QACollator
-from .data import article_documents, encode_articles, load_corpus, multi_passage_documents, take_questions
+from .data import (article_documents, count_questions, encode_articles, load_corpus, multi_passage_documents,
+                   near_miss_questions, take_questions, unanswerable_questions)
 from .page_shape import page_shaped_documents
 from .page_tables import load_table_articles
 from .question_forms import with_search_style
@@ -77,13 +78,20 @@ class ShortDataOptions(DataOptions):
 
 def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
                       unanswerable_rate: float, with_sentence_ends: bool, seed: int,
-                      search_style_share: float = 0.0) -> list:
+                      search_style_share: float = 0.0, negative_pair_share: float = 0.0) -> list:
     """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions);
-    a ``search_style_share`` of the questions typed as keyword queries (:mod:`.question_forms`)."""
+    a ``search_style_share`` of the questions typed as keyword queries (:mod:`.question_forms`); a
+    ``negative_pair_share`` of them also asked, without an answer, of another article's paragraph and of the
+    training paragraph nearest in words that lacks the answer (the dev files' unanswerable and near-miss pairs)."""
     features = []
     for language, limit in limits:
         articles = take_questions(corpus.train[language], limit, seed=seed)
         articles = with_search_style(articles, language, search_style_share, seed)
+        if negative_pair_share > 0:
+            asked = take_questions(articles, round(negative_pair_share * count_questions(articles)), seed=seed + 1)
+            pairs = unanswerable_questions(asked) + near_miss_questions(asked, corpus.train[language])
+            features += encode_articles(pairs, tokenizer, language=language, max_length=max_length, stride=stride,
+                                        with_sentence_ends=with_sentence_ends, seed=seed)
         features += encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
                                     unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends,
                                     seed=seed)
@@ -157,10 +165,13 @@ class LongDataOptions(DataOptions):
                                                   "labelled 'no answer here'")
     search_style_share: float = option(0.0, "share of the SQuAD and Korean questions typed as keyword queries "
                                             "(lower case, no question mark, keyword order)")
+    negative_pair_share: float = option(0.0, "share of the paragraph questions also asked of another article's "
+                                             "paragraph and of the nearest paragraph without their answer, "
+                                             "labelled 'no answer'")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("page_shaped_share", "table_unanswerable_rate", "search_style_share"):
+        for name in ("page_shaped_share", "table_unanswerable_rate", "search_style_share", "negative_pair_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
         if self.table_questions < 0:
@@ -181,7 +192,8 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
     features = paragraph_windows(corpus, tokenizer, short, max_length=args.short_max_length,
                                  stride=args.short_max_length // 3, unanswerable_rate=0.1,
                                  with_sentence_ends=with_sentence_ends, seed=args.seed,
-                                 search_style_share=args.search_style_share)
+                                 search_style_share=args.search_style_share,
+                                 negative_pair_share=args.negative_pair_share)
     for language, limit in _question_limits(args):
         documents = long_documents(corpus.train[language], language, html_share=args.html_share,
                                    passages_per_document=args.ko_passages_per_document, seed=args.seed,
@@ -263,7 +275,7 @@ _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
 _NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0, "table_questions": 0,
-                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0}
+                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0, "negative_pair_share": 0.0}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:

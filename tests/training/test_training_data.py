@@ -281,3 +281,20 @@ print(json.dumps(near_miss_questions([question], pool)[0]["paragraphs"][0]["cont
         out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
         chosen.add(json.loads(out.stdout))
     assert chosen == {" ".join(f"alpha{i}" for i in range(8))}  # the tie goes to the first, every time
+
+
+def test_questions_without_an_answer_label_every_window_of_their_context_no_answer():
+    tokenizer = build_tokenizer()
+    articles = article_documents([english_article(i) for i in range(3)], html=False)
+    unanswerable = unanswerable_questions(articles) + near_miss_questions(articles, articles)
+    assert unanswerable and all(not qa["answers"] for a in unanswerable for p in a["paragraphs"] for qa in p["qas"])
+    features = encode_articles(unanswerable, tokenizer, language="en", max_length=32, stride=8, with_sentence_ends=True)
+    windows = 0
+    for article in unanswerable:
+        for paragraph in article["paragraphs"]:
+            n_tokens = len(tokenizer(paragraph["context"], add_special_tokens=False)["input_ids"])
+            prefix = question_prefix(tokenize_questions([paragraph["qas"][0]["question"]], tokenizer)[0],
+                                     special_ids(tokenizer), 32)
+            windows += len(window_starts(n_tokens, 32 - len(prefix), 8))
+    assert len(features) == windows
+    assert all((f.start, f.end) == (0, 0) and len(f.input_ids) <= 32 for f in features)
