@@ -21,7 +21,7 @@ from typing import Any, TextIO
 PASSED_THROUGH = {
     "convert": ("littlebird.convert", "lengthen a BERT-family encoder into a LittleBird checkpoint"),
     "evaluate": ("littlebird.evaluation", "score a checkpoint on dev files through the app's reader"),
-    "dev-files": ("littlebird.training.data", "carve the by-article dev files from the QA data"),
+    "dev-files": ("littlebird.training.dev_files", "carve the by-article dev files from the QA data"),
     "export": ("littlebird.training.export", "write a checkpoint compact (this repository) or standalone (the Hub)"),
 }
 

@@ -44,7 +44,7 @@ done
   --max-steps 40 --max-minutes "$(minutes 6)" --log-every 2 --seed 4
 
 # 2. Dev scores of all four on the same questions (the student's may exist from the training script).
-[ -f "$RUNS/dev/dev-ko-article.json" ] || python -m littlebird.training.data --data-dir "$DATA" \
+[ -f "$RUNS/dev/dev-ko-article.json" ] || python -m littlebird.training.dev_files --data-dir "$DATA" \
   --output-dir "$RUNS/dev" --max-questions "$EVAL_QUESTIONS" --ko-passages-per-document 6
 mkdir -p "$RUNS/eval"
 for pair in "student:$STUDENT" "bigbird-taper:$RUNS/long-bigbird-taper/model" "longformer:$RUNS/long-longformer/model" \

@@ -23,7 +23,7 @@ FILES=${FILES:-dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article}
   dev-en-unanswerable dev-ko-unanswerable dev-en-near-miss dev-ko-near-miss dev-en-page-shaped dev-ko-page-shaped
   dev-en-page-table"
 for file in $FILES; do
-  [ -f "$DEV/$file.json" ] || { $PY -m littlebird.training.data --data-dir "$DATA" --output-dir "$DEV" \
+  [ -f "$DEV/$file.json" ] || { $PY -m littlebird.training.dev_files --data-dir "$DATA" --output-dir "$DEV" \
     --max-questions 200 --ko-passages-per-document 6 --long-questions 50; break; }
 done
 mkdir -p "$RESULTS"

@@ -120,7 +120,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", nargs="+", required=True, help="run folders of one model, in training order")
     parser.add_argument("--name", required=True, help="the model's name in the table and the plot")
-    parser.add_argument("--dev", default="runs/dev", help="folder of the dev files (python -m littlebird.training.data)")
+    parser.add_argument("--dev", default="runs/dev", help="folder of the dev files (littlebird dev-files)")
     parser.add_argument("--sets", nargs="+", default=list(SETS))
     parser.add_argument("--max-questions", type=int, default=None)
     parser.add_argument("--eval-args", default="", help="extra options for the evaluation CLI, e.g. '--max-length 384'")

@@ -16,7 +16,7 @@ DEV=${DEV:-runs/dev}; DATA=${DATA:-${LITTLEBIRD_DATA:?set LITTLEBIRD_DATA to the
 
 FILES="dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article dev-en-long dev-ko-long
   dev-en-unanswerable dev-ko-unanswerable dev-en-near-miss dev-ko-near-miss"
-[ -f "$DEV/dev-ko-long.json" ] || $PY -m littlebird.training.data --data-dir "$DATA" --output-dir "$DEV" \
+[ -f "$DEV/dev-ko-long.json" ] || $PY -m littlebird.training.dev_files --data-dir "$DATA" --output-dir "$DEV" \
   --max-questions 200 --ko-passages-per-document 6 --long-questions 200
 mkdir -p "$RESULTS"
 results=()

@@ -9,7 +9,8 @@ import pytest
 
 from littlebird.app.clean import clean_document
 from littlebird.app.decode import RawDocument
-from littlebird.training.data import article_documents, encode_articles, load_corpus, read_squad, write_dev_files
+from littlebird.training.data import article_documents, encode_articles, load_corpus, read_squad
+from littlebird.training.dev_files import write_dev_files
 from littlebird.training.options import long_documents
 from littlebird.training.page_shape import (Cell, page_shaped_documents, render_page, sentences,
                                             tokenize_punctuation)

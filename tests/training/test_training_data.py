@@ -9,7 +9,8 @@ from littlebird.training.batching import (LengthGroupedBatchSampler, QACollator,
                                           padding_insertion_positions)
 from littlebird.training.data import (Feature, article_documents, count_questions, encode_articles,
                                       multi_passage_documents, near_miss_questions, read_squad, sentence_ends,
-                                      split_by_article, unanswerable_questions, unescape_newlines, write_dev_files)
+                                      split_by_article, unanswerable_questions, unescape_newlines)
+from littlebird.training.dev_files import write_dev_files
 from littlebird.training.distill import build_student
 from littlebird.training.objectives import DistillationObjective
 from littlebird.training.teacher_model import build_teacher

