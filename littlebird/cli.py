@@ -64,8 +64,8 @@ def _source(document: str) -> dict[str, Any]:
     if looks_like_address(document):
         return {"source": "url", "url": document}
     if not Path(document).is_file():
-        raise DocumentError(f"{document} is no file; give an .html, .htm, .txt or .md file, an http(s) address, "
-                            "or - for standard input")
+        raise DocumentError(f"{document} is no file; give a .pdf, .docx, .html, .htm, .txt or .md file, an http(s) "
+                            "address, or - for standard input")
     return {"source": "upload", "upload": document}
 
 
@@ -75,10 +75,13 @@ def _print_answer(payload: dict, out: TextIO) -> None:
         out.write("No answer found" + (f" (best guess: {guess})" if guess else "") + "\n")
     else:
         out.write(f"{payload['answer']}\n")
+    if payload["answer"] is not None and payload.get("page") is not None:
+        out.write(f"page {payload['page']} of {payload['n_pages']}\n")
     out.write(f"probability {payload['probability'] or 0:.2f} among the n-best; the document answers the question "
               f"with probability {payload['answerable_probability']:.2f}\n")
     for candidate in payload["n_best"]:
-        out.write(f"  {candidate['probability']:.2f}  {candidate['answer']}  [{candidate['start']}:{candidate['end']}]\n")
+        page = f"  page {candidate['page']}" if candidate.get("page") is not None else ""
+        out.write(f"  {candidate['probability']:.2f}  {candidate['answer']}  [{candidate['start']}:{candidate['end']}]{page}\n")
     if payload["message"]:
         out.write(payload["message"] + "\n")
 
@@ -183,7 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
-    ask.add_argument("document", help="an .html/.htm/.txt/.md file, an http(s) address, or - for standard input")
+    ask.add_argument("document", help="a .pdf/.docx/.html/.htm/.txt/.md file, an http(s) address, or - for standard "
+                                     "input")
     ask.add_argument("question", nargs="?", default=None, help="the question (or --questions)")
     ask.add_argument("--questions", metavar="FILE", help='JSON lines of {"question": ..., "id": ...} ("-": standard '
                                                          "input); one JSON line of answers each on standard output")

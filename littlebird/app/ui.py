@@ -35,6 +35,7 @@ from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, expl
                                      rollout_document, rollout_figure, slopes_figure)
 from littlebird.app.explorer_file import export_view
 from littlebird.app.token_view import token_message
+from littlebird.app.upload import ALLOWED_SUFFIXES
 from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
@@ -53,6 +54,9 @@ _DOCUMENT_CSS = """
 .lb-doc .lb-tint { border-radius: 3px; background: rgba(31, 119, 180, .14); }
 .lb-doc .lb-tint-1 { background: rgba(31, 119, 180, .34); } .lb-doc .lb-tint-2 { background: rgba(31, 119, 180, .27); }
 .lb-doc .lb-tint-3 { background: rgba(31, 119, 180, .21); }
+.lb-doc .lb-page::before { content: "page " attr(data-page); display: inline-block; margin: 0 6px 0 0; padding: 0 6px;
+          border-radius: 8px; font-size: 11px; line-height: 1.5; color: var(--body-text-color-subdued);
+          border: 1px solid var(--border-color-primary); user-select: none; }
 .lb-empty { color: var(--body-text-color-subdued); padding: 12px 16px; }
 """
 
@@ -157,7 +161,8 @@ def build_demo(
                     with gr.Tab("URL", id="url") as url_tab:
                         url = gr.Textbox(label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url")
                     with gr.Tab("Upload", id="upload") as upload_tab:
-                        upload = gr.File(label="HTML, text or Markdown file", file_types=[".html", ".htm", ".txt", ".md"], type="filepath")
+                        upload = gr.File(label="PDF, Word, HTML, text or Markdown file", file_types=list(ALLOWED_SUFFIXES),
+                                         type="filepath", elem_id="lb-upload")
                 for tab, name in ((paste_tab, "paste"), (url_tab, "url"), (upload_tab, "upload")):
                     tab.select(lambda name=name: name, None, source, api_visibility="private", queue=False)
 
