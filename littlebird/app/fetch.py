@@ -195,8 +195,8 @@ def _read_body(conn, response, max_bytes: int, deadline: float, timeout: float, 
 
 
 def _content_kind(response, url: str) -> str | None:
-    """"html", "text", "pdf" or "docx" by the Content-Type (a generic binary type: by the address's extension),
-    None when the server does not say."""
+    """"html", "text", "pdf" or "docx" by the Content-Type; None when the server does not say, or says only
+    that it is binary (then the first bytes tell)."""
     if response.getheader("Content-Type") is None:
         return None
     content_type = response.headers.get_content_type()
@@ -206,9 +206,8 @@ def _content_kind(response, url: str) -> str | None:
         return "text"
     if content_type in _FILE_TYPES:
         return _FILE_TYPES[content_type]
-    suffix = urlsplit(url).path.lower().rpartition(".")[2]
-    if content_type in _UNNAMED_TYPES and suffix in ("pdf", "docx"):
-        return suffix
+    if content_type in _UNNAMED_TYPES:
+        return None
     raise DocumentError(f"The address {url} gives a {content_type} file, not a web page. Only HTML and text pages, "
                         "PDF and Word (.docx) files can be read.")
 

@@ -79,7 +79,10 @@ def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: floa
 
 
 def _lines(extracted: dict) -> list[list[Line]]:
-    return [[Line(*line, page=number) for line in page] for number, page in enumerate(extracted["pages"], start=1)]
+    """The pages' lines; where PDFium joined a word split by a hyphen at a line's end (marking the hyphen
+    U+FFFE), the word is whole again."""
+    return [[Line(text.replace("\ufffe", ""), *places, page=number) for text, *places in page]
+            for number, page in enumerate(extracted["pages"], start=1)]
 
 
 def _furniture_key(line: Line) -> tuple[str, int | None]:
@@ -139,14 +142,22 @@ def _heading_levels(lines: list[Line], body: float | None, outline: list) -> dic
     return {key: "<h1>" if size == top else "<h2>" for key, size in headings.items()}
 
 
-def _joins(previous: Line, line: Line, pitch: float | None, right_edge: float | None) -> bool:
-    """Whether ``line`` continues the paragraph whose last line is ``previous``."""
+def _gap(previous: Line, line: Line) -> float | None:
+    """The white space between two lines of a page, in points (None across pages or without places)."""
+    if previous.page != line.page or previous.bottom is None or line.top is None:
+        return None
+    return previous.bottom - line.top
+
+
+def _joins(previous: Line, line: Line, gap: float | None, right_edge: float | None) -> bool:
+    """Whether ``line`` continues the paragraph whose last line is ``previous``; ``gap`` is the usual space
+    between the lines of a paragraph."""
     if previous.size is None or line.size is None:  # no places: a short line ending a sentence ends a paragraph
         return not (len(previous.text) < 40 and _SENTENCE_END.search(previous.text))
     if abs(previous.size - line.size) > 0.5:
         return False
     if previous.page == line.page:
-        if pitch and previous.bottom - line.bottom > pitch * 1.4:  # a blank line's worth of space between
+        if gap is not None and _gap(previous, line) > gap + 0.5 * line.size:  # half a blank line or more between
             return False
         if line.left - previous.left > line.size:  # the first line of a paragraph set in
             return False
@@ -176,16 +187,15 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
     every = [line for lines in pages for line in lines]
     headings = _heading_levels(every, body, extracted.get("outline") or [])
     body_lines = [line for line in every if id(line) not in headings and line.size == body]
-    pitches = [a.bottom - b.bottom for a, b in zip(body_lines, body_lines[1:])
-               if a.page == b.page and a.bottom is not None and 0 < a.bottom - b.bottom < 3 * (body or 10)]
-    pitch = statistics.median(pitches) if pitches else None
+    gaps = [gap for gap in map(_gap, body_lines, body_lines[1:]) if gap is not None and abs(gap) < 3 * body]
+    gap = statistics.median(gaps) if gaps else None
     rights = [line.right for line in body_lines if line.right is not None]
     right_edge = max(rights) if rights else None
     blocks: list[TextBlock] = []
     kind, pieces, previous = None, [], None
     for line in every:
         heading = headings.get(id(line))
-        if heading is None and kind == "<p>" and previous is not None and _joins(previous, line, pitch, right_edge):
+        if heading is None and kind == "<p>" and previous is not None and _joins(previous, line, gap, right_edge):
             last_text, last_page = pieces[-1]
             separator = _joined(previous.text, line.text)
             if separator == line.text:
