@@ -119,10 +119,15 @@ def word_file(title: str, blocks: list) -> bytes:
         elif kind == "li":
             document.add_paragraph(content, style="List Bullet")
         elif kind == "table":
+            from docx.oxml import OxmlElement
+
             table = document.add_table(rows=0, cols=len(content[0]))
-            for row in content:
-                for cell, text in zip(table.add_row().cells, row):
+            for number, row in enumerate(content):
+                added = table.add_row()
+                for cell, text in zip(added.cells, row):
                     cell.text = text
+                if number == 0:  # Word's "repeat as header row", which marks a table's head
+                    added._tr.get_or_add_trPr().append(OxmlElement("w:tblHeader"))
         else:
             document.add_paragraph(content)
     buffer = io.BytesIO()
