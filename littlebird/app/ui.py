@@ -30,7 +30,7 @@ from littlebird.app.asking import (
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
-from littlebird.app.examples import choose_example, load_examples
+from littlebird.app.examples import EXAMPLES_DIR, choose_example, load_examples
 from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
                                      rollout_document, rollout_figure, slopes_figure)
 from littlebird.app.explorer_file import export_view
@@ -136,6 +136,7 @@ def build_demo(
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()
+    gr.set_static_paths([str(EXAMPLES_DIR)])  # a PDF example goes into the upload box, which serves it from there
     empty_plots = explorer_plots(None, loaded, layer=0, head=0)
     model_events = {"concurrency_limit": limit, "concurrency_id": "model"}
     cancellation = Cancellation()
@@ -178,11 +179,14 @@ def build_demo(
 
                 def on_example(label):
                     if not label:
-                        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-                    text, questions, first = choose_example(label)
-                    return text, gr.Tabs(selected="paste"), "paste", gr.Radio(choices=questions, value=None, visible=True), first
+                        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                    text, path, questions, first = choose_example(label)
+                    tab = "paste" if path is None else "upload"  # a PDF example is uploaded, as a user would
+                    return (gr.skip() if text is None else text, gr.skip() if path is None else path,
+                            gr.Tabs(selected=tab), tab, gr.Radio(choices=questions, value=None, visible=True), first)
 
-                example.change(on_example, example, [pasted, tabs, source, suggestions, question], api_visibility="private", queue=False)
+                example.change(on_example, example, [pasted, upload, tabs, source, suggestions, question],
+                               api_visibility="private", queue=False)
                 suggestions.input(lambda q: q or gr.skip(), suggestions, question, api_visibility="private", queue=False)
 
             with gr.Column(scale=4):
