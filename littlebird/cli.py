@@ -159,10 +159,10 @@ def _space(args: argparse.Namespace) -> int:
     from .space import push_space, write_space
 
     try:
-        folder = write_space(args.directory, root=args.root)
+        folder = write_space(args.directory, root=args.root, hardware=args.hardware)
     except ValueError as error:
         raise SystemExit(f"littlebird space: {error}") from None
-    print(f"wrote the Space into {folder}")
+    print(f"wrote the Space for {args.hardware} hardware into {folder}")
     if args.push:
         push_space(folder, args.push)
         print(f"uploaded to the Space {args.push}")
@@ -214,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     space = commands.add_parser("space", help="write the files of a Hugging Face Space (and upload them)")
     space.add_argument("directory", help="the folder to write")
     space.add_argument("--root", default=".", help="the checkout whose files it takes (default: the current folder)")
+    space.add_argument("--hardware", choices=("cpu", "zero-gpu", "gpu"), default="cpu",
+                       help="what the Space runs on: cpu (a free Space; the CPU-only torch wheel), zero-gpu (ZeroGPU: "
+                            "spaces and the CUDA wheel) or gpu (the CUDA wheel); default cpu")
     space.add_argument("--push", metavar="OWNER/NAME", help="upload the folder to this Space")
     space.set_defaults(handler=_space)
 
