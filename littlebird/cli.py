@@ -117,13 +117,18 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
             else:
                 _print_answer(payload, out)
             return 0
+        from .progress import Progress
+
         handle = sys.stdin if args.questions == "-" else open(args.questions, encoding="utf-8")
         with handle:
-            for identifier, question in _questions(handle):
+            questions = list(_questions(handle))
+        with Progress(len(questions), "answering", unit="question") as progress:  # on standard error
+            for identifier, question in questions:
                 payload = answer(question)
                 payload.pop("text")  # the document, the same on every line
                 out.write(json.dumps({"id": identifier, "question": question, **payload}, ensure_ascii=False) + "\n")
                 out.flush()
+                progress.update()
         return 0
     except (DocumentError, CheckpointError) as error:
         print(f"littlebird ask: {error}", file=sys.stderr)
