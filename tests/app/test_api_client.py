@@ -44,6 +44,18 @@ def test_answer_takes_a_url(client, tmp_path):
     assert "Expedition 1" in result["text"] and result["answer"]
 
 
+def test_answer_takes_the_url_of_a_pdf_and_gives_the_answers_page(client, tmp_path):
+    from tests.pdf_factories import report_pdf
+
+    (tmp_path / "report.pdf").write_bytes(report_pdf("en"))
+    with serve_directory(tmp_path) as base:
+        result = client.predict(f"{base}/report.pdf", "Who designed the Dunmore Library?", api_name="/answer")
+    assert result["n_pages"] == 32 and "Riverton Public Libraries" in result["text"]
+    for candidate in result["n_best"]:  # the small test model's answers: anywhere, each with its page
+        assert 1 <= candidate["page"] <= 32
+    assert result["answer"] is None or result["page"] == result["n_best"][0]["page"]
+
+
 def test_a_bad_document_gives_the_user_facing_message(client):
     with pytest.raises(AppError, match="pasted text is empty"):
         client.predict("   ", "Anything?", api_name="/answer")
