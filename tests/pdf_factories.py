@@ -37,15 +37,17 @@ def _pdf() -> FPDF:
     return pdf
 
 
-def lines_pdf(pages: list[list[str]], *, size: float = 11) -> bytes:
-    """A PDF that sets each page's lines exactly as given, one under the other; "" leaves a blank line (a
-    paragraph break, as a reader sees one)."""
+def lines_pdf(pages: list[list[str]], *, size: float = 11, outline: tuple[str, ...] = ()) -> bytes:
+    """A PDF that sets each page's lines exactly as given, one under the other, all in one size; "" leaves a blank
+    line (a paragraph break, as a reader sees one). The lines in ``outline`` are also entries of the PDF's outline."""
     pdf = _pdf()
     pdf.set_auto_page_break(False)
     for lines in pages:
         pdf.add_page()
         pdf.set_font("body", size=size)
         for line in lines:
+            if line in outline:
+                pdf.start_section(line)
             pdf.cell(0, size * 0.55, line, new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 

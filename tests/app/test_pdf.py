@@ -74,6 +74,17 @@ def test_lines_join_into_paragraphs_across_hyphens_and_page_breaks():
     assert_linked(document)
 
 
+def test_the_outline_names_headings_set_in_the_body_size():
+    data = lines_pdf([["Harbour rules", "", "Ships keep to the marked channel at all times."],
+                      ["Fees", "", "Each ship pays a fee for every night at the quay."]], outline=("Harbour rules", "Fees"))
+    document = clean_document(read_upload(data, filename="rules.pdf"))
+    assert document.model_text == ("<h2> Harbour rules <p> Ships keep to the marked channel at all times. "
+                                   "<h2> Fees <p> Each ship pays a fee for every night at the quay.")
+    assert document.text.split("\n\n") == ["Harbour rules", "Ships keep to the marked channel at all times.", "Fees",
+                                           "Each ship pays a fee for every night at the quay."]
+    assert document.page_of(document.text.index("Fees")) == 2
+
+
 def test_a_pdf_from_a_web_address_by_its_content_type_or_its_bytes(tmp_path):
     (tmp_path / "report.pdf").write_bytes(report_pdf("en"))
     (tmp_path / "report").write_bytes(report_pdf("en"))  # served as application/octet-stream, no extension
