@@ -12,7 +12,7 @@ import pytest
 from littlebird.app import ui
 from littlebird.app.examples import find_example
 from tests.app.test_file_answers import HARBOUR
-from tests.browser.test_browser import CHROMIUM_ARGS, CHROMIUM, shown_document, wait_for_new_answer
+from tests.browser.test_browser import CHROMIUM, browser, shown_document, wait_for_new_answer  # noqa: F401 (a fixture)
 from tests.pdf_factories import branch_fact, report_pdf, scanned_pdf
 from tests.ui_support import free_port
 
@@ -28,16 +28,6 @@ def app_url() -> str:
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, ssr_mode=False)
     atexit.register(demo.close)
     return demo.local_url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
