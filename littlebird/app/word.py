@@ -6,7 +6,8 @@ from __future__ import annotations
 import io
 import zipfile
 
-from lxml import etree, html as lxml_html
+from lxml import etree
+from lxml import html as lxml_html
 
 from littlebird.app.decode import RawDocument
 from littlebird.app.errors import DocumentError
