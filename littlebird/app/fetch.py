@@ -262,7 +262,7 @@ def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0
             raise DocumentError(f"The server {target.host} could not be reached ({error.strerror or error}).") from None
         if not data.strip():
             raise DocumentError(f"The page at {target.url} is empty.")
-        if kind is None and file_kind(data, "") != "text":
+        if file_kind(data, "") != "text":  # a PDF or Word file, whatever the server called it
             kind = file_kind(data, "")
         if kind in ("pdf", "docx"):
             raw = read_file_bytes(data, kind, source=target.url)

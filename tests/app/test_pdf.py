@@ -88,8 +88,9 @@ def test_the_outline_names_headings_set_in_the_body_size():
 def test_a_pdf_from_a_web_address_by_its_content_type_or_its_bytes(tmp_path):
     (tmp_path / "report.pdf").write_bytes(report_pdf("en"))
     (tmp_path / "report").write_bytes(report_pdf("en"))  # served as application/octet-stream, no extension
+    (tmp_path / "report.html").write_bytes(report_pdf("en"))  # a server that calls it a web page
     with serve_directory(tmp_path) as base:
-        for address in (f"{base}/report.pdf", f"{base}/report"):
+        for address in (f"{base}/report.pdf", f"{base}/report", f"{base}/report.html"):
             document = clean_document(fetch_document(address, allow_local=True))
             assert len(document.page_starts) == 32 and branch_fact("en", 20)["librarian"] in document.text
 
