@@ -91,17 +91,24 @@ def _furniture_key(line: Line) -> tuple[str, int | None]:
     return re.sub(r"\d+", "#", " ".join(line.text.lower().split())), None if line.top is None else round(line.top / 4)
 
 
-def drop_furniture(pages: list[list[Line]], body: float | None) -> list[list[Line]]:
-    """Each page without its running heads and footers: a line among the first or last two of a page, in the top
-    or bottom tenth of where the document has text, that recurs, numbers aside, at that height on at least half
-    the pages (three or more), and page numbers there. Lines set larger than the body text (``body``, a font
-    size) are headings and stay."""
+def drop_furniture(pages: list[list[Line]], body: float | None,
+                   heights: list[list[float] | None] | None = None) -> list[list[Line]]:
+    """Each page without its running heads and footers: a line among the first or last two of a page, in the
+    top or bottom tenth of where the document has text and of its page (``heights``: each page's [bottom, top]),
+    that recurs, numbers aside, at that height on at least half the pages (three or more), and page numbers
+    there. Lines set larger than the body text (``body``, a font size) are headings and stay, and so does a
+    page's only line that is not a page number: a one-line page holds text, not furniture."""
     tops = [line.top for lines in pages for line in lines if line.top is not None]
     bottoms = [line.bottom for lines in pages for line in lines if line.bottom is not None]
     margin = (max(tops) - min(bottoms)) / 10 if tops else 0.0
 
     def in_margin(line: Line) -> bool:
-        return line.top is None or line.top >= max(tops) - margin or line.bottom <= min(bottoms) + margin
+        if line.top is None:
+            return True
+        extent = heights[line.page - 1] if heights and line.page <= len(heights) else None
+        on_page = extent is None or line.bottom <= extent[0] + (extent[1] - extent[0]) / 10 \
+            or line.top >= extent[1] - (extent[1] - extent[0]) / 10
+        return on_page and (line.top >= max(tops) - margin or line.bottom <= min(bottoms) + margin)
 
     def edges(lines: list[Line]) -> list[Line]:
         return [line for line in lines[:2] + lines[-2:]
@@ -113,7 +120,10 @@ def drop_furniture(pages: list[list[Line]], body: float | None) -> list[list[Lin
     repeated = {key for key, count in counts.items() if count >= 3 and count >= len(pages) / 2}
     kept = []
     for lines in pages:
-        furniture = {id(line) for line in edges(lines) if _furniture_key(line) in repeated or _PAGE_NUMBER.match(line.text)}
+        numbers = {id(line) for line in edges(lines) if _PAGE_NUMBER.match(line.text)}
+        furniture = numbers | {id(line) for line in edges(lines) if _furniture_key(line) in repeated}
+        if len(lines) - len(numbers) == 1:
+            furniture = numbers
         kept.append([line for line in lines if id(line) not in furniture])
     return kept
 
@@ -156,11 +166,12 @@ def _joins(previous: Line, line: Line, gap: float | None, right_edge: float | No
         return not (len(previous.text) < 40 and _SENTENCE_END.search(previous.text))
     if abs(previous.size - line.size) > 0.5:
         return False
-    if previous.page == line.page:
-        if gap is not None and _gap(previous, line) > gap + 0.5 * line.size:  # half a blank line or more between
-            return False
-        if line.left - previous.left > line.size:  # the first line of a paragraph set in
-            return False
+    if previous.page != line.page:  # a page break cuts a paragraph mid-sentence far more often than at its end
+        return not _SENTENCE_END.search(previous.text)
+    if gap is not None and _gap(previous, line) > gap + 0.5 * line.size:  # half a blank line or more between
+        return False
+    if line.left - previous.left > line.size:  # the first line of a paragraph set in
+        return False
     short = right_edge is not None and previous.right < right_edge - 3 * previous.size
     return not (short and _SENTENCE_END.search(previous.text))
 
@@ -183,7 +194,7 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
     """The headings and paragraphs of :func:`read_pdf_lines`'s pages, in reading order, and the number of pages."""
     pages = _lines(extracted)
     body = _body_size([line for lines in pages for line in lines])
-    pages = drop_furniture(pages, body)
+    pages = drop_furniture(pages, body, extracted.get("heights"))
     every = [line for lines in pages for line in lines]
     headings = _heading_levels(every, body, extracted.get("outline") or [])
     body_lines = [line for line in every if id(line) not in headings and line.size == body]

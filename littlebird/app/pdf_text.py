@@ -5,9 +5,10 @@ under a memory and a time limit, because PDFium inflates compressed streams with
 ask for gigabytes. So this file imports nothing of ``littlebird`` (whose package import loads torch), reads the
 PDF from standard input and writes one JSON object to standard output:
 
-``{"pages": [[line, ...], ...], "outline": [[level, title, page], ...], "title": str | null}`` where a line is
-``[text, font size, top, bottom, left, right]`` (points, y growing upwards; sizes and places are null when PDFium's
-text and its characters do not line up), or ``{"error": "password" | "damaged" | "pages", "pages": N}``.
+``{"pages": [[line, ...], ...], "heights": [[bottom, top], ...], "outline": [[level, title, page], ...],
+"title": str | null}`` where a line is ``[text, font size, top, bottom, left, right]`` (points, y growing upwards;
+sizes and places are null when PDFium's text and its characters do not line up) and ``heights`` gives each page's
+extent (its media box), or ``{"error": "password" | "damaged" | "pages", "pages": N}``.
 """
 
 from __future__ import annotations
@@ -68,15 +69,18 @@ def extract(data: bytes, *, max_pages: int) -> dict:
         n_pages = len(pdf)
         if n_pages > max_pages:
             return {"error": "pages", "pages": n_pages}
-        pages = []
+        pages, heights = [], []
         for index in range(n_pages):
             try:
                 page = pdf[index]
             except pdfium.PdfiumError:
                 pages.append([])  # a page PDFium cannot load: its text is lost, the others are read
+                heights.append(None)
                 continue
             try:
                 pages.append(page_lines(page))
+                _, bottom, _, top = page.get_mediabox()
+                heights.append([round(bottom, 2), round(top, 2)])
             finally:
                 page.close()
         outline = []
@@ -86,7 +90,7 @@ def extract(data: bytes, *, max_pages: int) -> dict:
             if page_index is not None and bookmark.get_title():
                 outline.append([bookmark.level, bookmark.get_title(), page_index + 1])
         title = (pdf.get_metadata_dict(skip_empty=True) or {}).get("Title")
-        return {"pages": pages, "outline": outline, "title": title}
+        return {"pages": pages, "heights": heights, "outline": outline, "title": title}
     finally:
         pdf.close()
 

@@ -74,6 +74,13 @@ def test_lines_join_into_paragraphs_across_hyphens_and_page_breaks():
     assert_linked(document)
 
 
+def test_a_line_that_recurs_on_one_line_pages_is_text_not_furniture():
+    data = lines_pdf([[f"Plate {number}: the harbour at dawn, seen from the lighthouse."] for number in range(1, 7)])
+    document = clean_document(read_upload(data, filename="plates.pdf"))
+    assert document.text.split("\n\n") == [f"Plate {number}: the harbour at dawn, seen from the lighthouse."
+                                           for number in range(1, 7)]
+
+
 def test_the_outline_names_headings_set_in_the_body_size():
     data = lines_pdf([["Harbour rules", "", "Ships keep to the marked channel at all times."],
                       ["Fees", "", "Each ship pays a fee for every night at the quay."]], outline=("Harbour rules", "Fees"))
