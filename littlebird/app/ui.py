@@ -97,7 +97,8 @@ def intro(limits: Limits) -> str:
 Ask questions about long Korean or English documents, answered by **LittleBird** (Lee et al., 2022):
 sliding-window attention, BiALiBi position biases and pack & unpack attention.
 Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARACTERS // 1_000_000} MB of HTML),
-give a web address or upload a file, or start from an example. The model reads windows of
+give a web address or upload a file (PDF with a text layer, Word .docx, HTML, text or Markdown), or start from an
+example; a PDF's answer comes with its page. The model reads windows of
 {DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
 question, a short glimpse of each, and in full at most the {GLIMPSE_KEEP} that look likeliest to hold the answer ({seconds});
 the answer says how much it read."""
