@@ -81,6 +81,14 @@ def test_a_line_that_recurs_on_one_line_pages_is_text_not_furniture():
                                            for number in range(1, 7)]
 
 
+def test_a_page_without_text_starts_where_the_next_one_does():
+    data = lines_pdf([[], ["The quay opens at nine."], [], ["The quay closes at six."]])
+    document = clean_document(read_upload(data, filename="hours.pdf"))
+    closes = document.text.index("The quay closes")
+    assert document.page_starts == [0, 0, closes, closes]
+    assert document.page_of(0) == 2 and document.page_of(closes) == 4 and document.page_of(closes - 1) == 2
+
+
 def test_the_outline_names_headings_set_in_the_body_size():
     data = lines_pdf([["Harbour rules", "", "Ships keep to the marked channel at all times."],
                       ["Fees", "", "Each ship pays a fee for every night at the quay."]], outline=("Harbour rules", "Fees"))
