@@ -54,10 +54,10 @@ MEASUREMENTS = ("explorer", "read", "held")
 def example_text() -> tuple[str, str]:
     """The four example pages' cleaned text joined, and a question about the first."""
     from littlebird.app.clean import clean_document
-    from littlebird.app.examples import load_examples
+    from littlebird.app.examples import web_pages
     from littlebird.app.upload import read_upload
 
-    examples = load_examples()
+    examples = web_pages()
     text = "\n\n".join(clean_document(read_upload(example.path)).text for example in examples)
     return text, examples[0].questions[0].question
 

@@ -217,10 +217,10 @@ def page_rows(model, tokenizer, readers: list[str], max_length: int, args) -> li
     and the slowest question."""
     from littlebird.app.clean import clean_document
     from littlebird.app.decode import RawDocument
-    from littlebird.app.examples import load_examples
+    from littlebird.app.examples import web_pages
 
     rows = []
-    for example in load_examples():
+    for example in web_pages():
         document = clean_document(RawDocument(example.path.read_text(encoding="utf-8"), True, example.path.name, "utf-8"))
         for reader in readers:
             timed = [time_question(document.text, model, tokenizer, 1, args.window_batch_size, max_length,

@@ -64,8 +64,8 @@ def _source(document: str) -> dict[str, Any]:
     if looks_like_address(document):
         return {"source": "url", "url": document}
     if not Path(document).is_file():
-        raise DocumentError(f"{document} is no file; give an .html, .htm, .txt or .md file, an http(s) address, "
-                            "or - for standard input")
+        raise DocumentError(f"{document} is no file; give a .pdf, .docx, .html, .htm, .txt or .md file, an http(s) "
+                            "address, or - for standard input")
     return {"source": "upload", "upload": document}
 
 
@@ -75,10 +75,13 @@ def _print_answer(payload: dict, out: TextIO) -> None:
         out.write("No answer found" + (f" (best guess: {guess})" if guess else "") + "\n")
     else:
         out.write(f"{payload['answer']}\n")
+    if payload["answer"] is not None and payload.get("page") is not None:
+        out.write(f"page {payload['page']} of {payload['n_pages']}\n")
     out.write(f"probability {payload['probability'] or 0:.2f} among the n-best; the document answers the question "
               f"with probability {payload['answerable_probability']:.2f}\n")
     for candidate in payload["n_best"]:
-        out.write(f"  {candidate['probability']:.2f}  {candidate['answer']}  [{candidate['start']}:{candidate['end']}]\n")
+        page = f"  page {candidate['page']}" if candidate.get("page") is not None else ""
+        out.write(f"  {candidate['probability']:.2f}  {candidate['answer']}  [{candidate['start']}:{candidate['end']}]{page}\n")
     if payload["message"]:
         out.write(payload["message"] + "\n")
 
@@ -114,13 +117,18 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
             else:
                 _print_answer(payload, out)
             return 0
+        from .progress import Progress
+
         handle = sys.stdin if args.questions == "-" else open(args.questions, encoding="utf-8")
         with handle:
-            for identifier, question in _questions(handle):
+            questions = list(_questions(handle))
+        with Progress(len(questions), "answering", unit="question") as progress:  # on standard error
+            for identifier, question in questions:
                 payload = answer(question)
                 payload.pop("text")  # the document, the same on every line
                 out.write(json.dumps({"id": identifier, "question": question, **payload}, ensure_ascii=False) + "\n")
                 out.flush()
+                progress.update()
         return 0
     except (DocumentError, CheckpointError) as error:
         print(f"littlebird ask: {error}", file=sys.stderr)
@@ -156,10 +164,10 @@ def _space(args: argparse.Namespace) -> int:
     from .space import push_space, write_space
 
     try:
-        folder = write_space(args.directory, root=args.root)
+        folder = write_space(args.directory, root=args.root, hardware=args.hardware)
     except ValueError as error:
         raise SystemExit(f"littlebird space: {error}") from None
-    print(f"wrote the Space into {folder}")
+    print(f"wrote the Space for {args.hardware} hardware into {folder}")
     if args.push:
         push_space(folder, args.push)
         print(f"uploaded to the Space {args.push}")
@@ -183,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
-    ask.add_argument("document", help="an .html/.htm/.txt/.md file, an http(s) address, or - for standard input")
+    ask.add_argument("document", help="a .pdf/.docx/.html/.htm/.txt/.md file, an http(s) address, or - for standard "
+                                     "input")
     ask.add_argument("question", nargs="?", default=None, help="the question (or --questions)")
     ask.add_argument("--questions", metavar="FILE", help='JSON lines of {"question": ..., "id": ...} ("-": standard '
                                                          "input); one JSON line of answers each on standard output")
@@ -210,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     space = commands.add_parser("space", help="write the files of a Hugging Face Space (and upload them)")
     space.add_argument("directory", help="the folder to write")
     space.add_argument("--root", default=".", help="the checkout whose files it takes (default: the current folder)")
+    space.add_argument("--hardware", choices=("cpu", "zero-gpu", "gpu"), default="cpu",
+                       help="what the Space runs on: cpu (a free Space; the CPU-only torch wheel), zero-gpu (ZeroGPU: "
+                            "spaces and the CUDA wheel) or gpu (the CUDA wheel); default cpu")
     space.add_argument("--push", metavar="OWNER/NAME", help="upload the folder to this Space")
     space.set_defaults(handler=_space)
 

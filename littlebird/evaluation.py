@@ -329,11 +329,18 @@ def main(argv=None) -> dict | None:
     stop_confidence = None if args.stop_confidence == "none" else float(args.stop_confidence)
     give_up_below = None if args.give_up_below == "none" else float(args.give_up_below)
     glimpse = None if args.glimpse == "none" else int(args.glimpse)
-    predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
-                                max_length=max_length, stride=stride, max_answer_length=args.max_answer_length,
-                                rank_windows=args.window_rule == "ranked", max_windows=max_windows,
-                                stop_confidence=stop_confidence, give_up_below=give_up_below,
-                                glimpse_tokens=glimpse, glimpse_keep=args.glimpse_keep)
+    from .progress import Progress
+    from .training.data import count_questions, read_squad
+
+    total = count_questions(read_squad(args.data))
+    total = total if args.max_questions is None else min(total, args.max_questions)
+    with Progress(total, "evaluating", unit="question") as progress:
+        predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
+                                    max_length=max_length, stride=stride, max_answer_length=args.max_answer_length,
+                                    rank_windows=args.window_rule == "ranked", max_windows=max_windows,
+                                    stop_confidence=stop_confidence, give_up_below=give_up_below,
+                                    glimpse_tokens=glimpse, glimpse_keep=args.glimpse_keep,
+                                    progress=lambda done: progress.update(done - progress.done))
     summary = summarize(predictions)
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
                     "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,

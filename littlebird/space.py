@@ -13,6 +13,7 @@ import importlib.metadata
 import re
 import shutil
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import CommitInfo, HfApi
@@ -42,23 +43,81 @@ FRONT_MATTER = {
     "license": "apache-2.0",
     "short_description": "Question answering over long Korean and English documents",
 }
+TORCH_VERSION = "2.13.0"  # the torch the Space installs, pinned so that a rebuild gets what was tested
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a Space on one kind of hardware installs, and the hardware its README suggests to the Hub."""
+
+    torch: tuple[str, ...]  # requirements.txt's lines for torch (an index, then the pin)
+    extra: tuple[str, ...]  # more requirements
+    suggested_hardware: str  # the front matter's hint: the Hub's name for the hardware
+
+
+HARDWARE = {
+    # A free Space's CPU: the CPU-only wheel (about 200 MB) rather than PyPI's, which pulls several GB of CUDA.
+    "cpu": Hardware(("--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"), (),
+                    "cpu-basic"),
+    # ZeroGPU lends a GPU per call of a function wrapped in spaces.GPU (littlebird.app.asking._gpu_task).
+    "zero-gpu": Hardware((f"torch=={TORCH_VERSION}",), ("spaces",), "zero-a10g"),
+    "gpu": Hardware((f"torch=={TORCH_VERSION}",), (), "t4-small"),
+}
 _LEADING_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^---[ \t]*(\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _LOCAL_IMAGE = re.compile(r"!\[[^\]]*\]\((?!\w+://|/|#)([^)\s]+)\)")
+# A relative target of a Markdown link or image, or of an HTML href or src: "](docs/x.md)", 'src="docs/x.png"'.
+_RELATIVE_TARGET = re.compile(r"""(?P<lead>!?\[[^\]]*\]\(|\b(?:href|src)=")(?P<target>(?!\w+:|/|#)[^)"\s]+)""")
 
 
-def space_requirements(pyproject: Path) -> str:
-    """``requirements.txt`` for the Space: ``[project]`` dependencies plus the ``app`` extra, as written there."""
+def _hardware(hardware: str) -> Hardware:
+    if hardware not in HARDWARE:
+        raise ValueError(f"hardware must be one of {', '.join(HARDWARE)}, not {hardware!r}")
+    return HARDWARE[hardware]
+
+
+def space_requirements(pyproject: Path, hardware: str = "cpu") -> str:
+    """``requirements.txt`` for a Space on ``hardware`` ("cpu", "zero-gpu" or "gpu"): ``[project]`` dependencies
+    plus the ``app`` extra as written there, torch pinned from the index that has the hardware's wheel."""
+    spec = _hardware(hardware)
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
-    requirements = list(dict.fromkeys([*project["dependencies"], *project["optional-dependencies"]["app"]]))
-    header = f"# Generated from {pyproject.name} by littlebird.space.write_space: [project] dependencies and the app extra."
-    return "\n".join([header, *requirements]) + "\n"
+    requirements = [r for r in dict.fromkeys([*project["dependencies"], *project["optional-dependencies"]["app"]])
+                    if re.match(r"[A-Za-z0-9._-]+", r).group(0).lower() != "torch"]
+    header = (f"# Generated from {pyproject.name} by littlebird.space.write_space for {hardware} hardware: torch "
+              "for it, then the [project] dependencies and the app extra.")
+    return "\n".join([header, *spec.torch, *requirements, *spec.extra]) + "\n"
 
 
-def space_readme(readme: Path) -> str:
-    """The Space's README: its front matter (gradio at the installed version), then ``readme`` without its own."""
-    fields = {**FRONT_MATTER, "sdk_version": importlib.metadata.version("gradio")}
+def repository_url(pyproject: Path) -> str:
+    """The repository's web address, ``[project.urls] Repository`` in ``pyproject``."""
+    urls = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"].get("urls", {})
+    if "Repository" not in urls:
+        raise ValueError(f"{pyproject} has no Repository in [project.urls]; the Space's README links to it")
+    return urls["Repository"].rstrip("/")
+
+
+def absolute_links(text: str, repository: str, *, kept: tuple[str, ...] = ()) -> str:
+    """``text`` (Markdown with HTML) with each relative link and image made absolute in ``repository`` (a
+    GitHub address: pages under ``blob/main``, images under ``raw/main``), except the paths in ``kept``."""
+    def absolute(match: re.Match) -> str:
+        target = match.group("target")
+        if target in kept:
+            return match.group(0)
+        image = match.group("lead").startswith("!") or match.group("lead").startswith("src")
+        return f"{match.group('lead')}{repository}/{'raw' if image else 'blob'}/main/{target}"
+
+    return _RELATIVE_TARGET.sub(absolute, text)
+
+
+def space_readme(readme: Path, *, hardware: str = "cpu", repository: str | None = None) -> str:
+    """The Space's README: its front matter (gradio at the installed version, the hardware to suggest), then
+    ``readme`` without its own, its links into the ``repository`` made absolute but for the images the Space
+    holds itself (Markdown images, :func:`readme_images`)."""
+    fields = {**FRONT_MATTER, "sdk_version": importlib.metadata.version("gradio"),
+              "suggested_hardware": _hardware(hardware).suggested_hardware}
     front_matter = "\n".join(f"{key}: {value}" for key, value in fields.items())
     body = _LEADING_FRONT_MATTER.sub("", readme.read_text(encoding="utf-8"), count=1).lstrip("\n")
+    if repository:
+        body = absolute_links(body, repository, kept=tuple(readme_images(body)))
     return f"---\n{front_matter}\n---\n\n{body}"
 
 
@@ -129,23 +188,25 @@ def _prepare(directory: Path, root: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
-def write_space(directory: str | Path, *, root: str | Path = REPOSITORY) -> Path:
+def write_space(directory: str | Path, *, root: str | Path = REPOSITORY, hardware: str = "cpu") -> Path:
     """Write into ``directory`` the files a Hugging Face Space needs, from the working tree at ``root``.
 
     The folder holds ``app.py``, the ``littlebird`` package (without ``__pycache__`` or tests), the
     checkpoint ``assets/littlebird-qa``, ``assets/examples``, LICENSE, the images the README shows, a
-    ``requirements.txt`` from ``pyproject.toml``, a ``README.md`` with the Space's front matter and a
-    ``.gitattributes`` that puts large and binary files in Git LFS, so that a ``git push`` of it to a
-    Space is accepted. Raises ValueError for a directory that exists and is not empty, unless an
+    ``requirements.txt`` from ``pyproject.toml`` with torch for ``hardware`` ("cpu", the default, the
+    free Space's; "zero-gpu" or "gpu"), a ``README.md`` with the Space's front matter (suggesting that
+    hardware) and links into the repository (``[project.urls] Repository``), and a ``.gitattributes``
+    that puts large and binary files in Git LFS, so that a ``git push`` of it to a Space is accepted. Raises ValueError for a directory that exists and is not empty, unless an
     earlier call wrote it (then it is rewritten, keeping a ``.git`` inside), and for a ``root`` that
     is not a checkout. Returns the directory, resolved.
     """
     directory, root = Path(directory).expanduser().resolve(), Path(root).expanduser().resolve()
+    _hardware(hardware)
     _check_root(root)
+    readme = space_readme(root / "README.md", hardware=hardware, repository=repository_url(root / "pyproject.toml"))
     _prepare(directory, root)
     # The marker first: a folder left half written by an error is still ours to rewrite.
     (directory / ".gitattributes").write_text(SPACE_MARKER + "\n", encoding="utf-8")
-    readme = space_readme(root / "README.md")
     images = [i for i in readme_images(readme) if (root / i).is_file() and (root / i).resolve().is_relative_to(root)]
     for relative in [*SPACE_SOURCES, *images]:
         source, target = root / relative, directory / relative
@@ -154,7 +215,7 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY) -> Path
             shutil.copytree(source, target, ignore=_NOT_COPIED)
         else:
             shutil.copy2(source, target)
-    (directory / "requirements.txt").write_text(space_requirements(root / "pyproject.toml"), encoding="utf-8")
+    (directory / "requirements.txt").write_text(space_requirements(root / "pyproject.toml", hardware), encoding="utf-8")
     (directory / "README.md").write_text(readme, encoding="utf-8")
     (directory / ".gitattributes").write_text(space_gitattributes(directory), encoding="utf-8")
     return directory

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from littlebird.app.clean import clean_document  # noqa: E402
-from littlebird.app.examples import find_example, load_examples  # noqa: E402
+from littlebird.app.examples import find_example, web_pages  # noqa: E402
 from littlebird.app.ui import build_demo  # noqa: E402
 from littlebird.app.upload import read_upload  # noqa: E402
 
@@ -45,7 +45,7 @@ VIEWS = {
 
 def joined_examples() -> str:
     """The four example pages' cleaned text, joined: a document of many windows."""
-    return "\n\n".join(clean_document(read_upload(example.path)).text for example in load_examples())
+    return "\n\n".join(clean_document(read_upload(example.path)).text for example in web_pages())
 
 
 def fresh_page(browser, url: str):

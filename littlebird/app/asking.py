@@ -348,9 +348,9 @@ def ask(
         result = run_qa(document, question, loaded, settings, limits, **callbacks)
     report(1.0, "Done")
     view = AskView(
-        answer_html=answer_card(result),
+        answer_html=answer_card(result, document.page_starts),
         n_best=n_best_rows(result),
-        document_html=highlight_document(document.text, result),
+        document_html=highlight_document(document.text, result, document.page_starts),
         stats=stats_line(result, loaded),
         result=result,
         document=document,

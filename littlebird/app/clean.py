@@ -7,15 +7,17 @@ document knows its index in the shown text; inserted tag tokens and separators m
 token's span in the shown text is then exact, in any language.
 """
 
+import bisect
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import trafilatura
 from lxml import etree, html as lxml_html
 
-from littlebird.app.decode import RawDocument
+from littlebird.app.decode import RawDocument, TextBlock
 from littlebird.app.errors import DocumentError
 from littlebird.language import detect_language
 from littlebird.vocabulary import neutralize_special_strings
@@ -46,7 +48,8 @@ class Document:
     ``model_to_text[i]`` is the index in ``text`` of ``model_text[i]``, or -1 where the model
     text has a tag token or separator that is not in the shown text. ``table_rows`` holds, for every
     row of every HTML table, ``(table, start, end)``: the table's number in document order and the row's
-    range in the model text, from its ``<tr>`` token to the end of its last cell.
+    range in the model text, from its ``<tr>`` token to the end of its last cell. ``page_starts[k]`` is where page
+    k + 1 of a PDF starts in ``text`` (empty for documents without pages).
     """
 
     text: str
@@ -61,6 +64,18 @@ class Document:
     is_html: bool = False
     warnings: list[str] = field(default_factory=list)
     table_rows: list[tuple[int, int, int]] = field(default_factory=list)
+    page_starts: list[int] = field(default_factory=list)
+
+    def page_of(self, index: int) -> int | None:
+        """The page (from 1) that character ``index`` of ``text`` is on; None for a document without pages."""
+        return page_at(self.page_starts, index)
+
+
+def page_at(page_starts: Sequence[int], index: int) -> int | None:
+    """The page (from 1) that character ``index`` is on, given where each page starts; None without pages."""
+    if not page_starts:
+        return None
+    return max(1, bisect.bisect_right(page_starts, index))
 
 
 class _Writer:
@@ -358,8 +373,11 @@ def _fallback_body(text: str):
     return root.find(".//body") if root.find(".//body") is not None else root, (title.strip() if title else None)
 
 
-def _write_html(text: str) -> tuple[_Writer, str | None]:
-    body, title = _mediawiki_body(text) if _MEDIAWIKI.search(text) else _trafilatura_body(text)
+def _write_html(text: str, *, whole: bool = False) -> tuple[_Writer, str | None]:
+    if whole:  # HTML that is all content (a Word document's): no page furniture to find, so every block stays
+        body, title = None, None
+    else:
+        body, title = _mediawiki_body(text) if _MEDIAWIKI.search(text) else _trafilatura_body(text)
     if body is None:
         body, fallback_title = _fallback_body(text)
         title = title or fallback_title
@@ -429,6 +447,31 @@ def _write_plain(text: str) -> _Writer:
     return writer
 
 
+# --- documents with pages (PDF) ----------------------------------------------------------------
+
+
+def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int) -> tuple[_Writer, list[int]]:
+    """Headings and paragraphs as the HTML walker writes them, and where each of the ``n_pages`` pages starts in
+    the shown text (a page without text starts where the next does)."""
+    writer = _Writer()
+    starts: list[int | None] = [None] * n_pages
+    for block in blocks:
+        writer.ensure_break(2)
+        writer.tag(block.kind)
+        for text, page in block.pieces:
+            if starts[page - 1] is None:
+                starts[page - 1] = writer.shown_len + (len(text) - len(text.lstrip()) if writer.block_has_text else 0)
+            writer.inline(text)
+        if block.kind != "<p>":
+            writer.ensure_break(1)
+    page_starts, following = [0] * n_pages, None
+    for page in range(n_pages - 1, -1, -1):  # from the end: a page without text takes the next page's start
+        following = starts[page] if starts[page] is not None else following
+        page_starts[page] = following if following is not None else writer.shown_len
+    page_starts[0] = 0
+    return writer, page_starts
+
+
 # --- public --------------------------------------------------------------------------------------
 
 
@@ -441,8 +484,11 @@ def clean_document(raw: RawDocument) -> Document:
     """
     start = time.perf_counter()
     source_text = raw.text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    if raw.is_html:
-        writer, title = _write_html(source_text)
+    page_starts: list[int] = []
+    if raw.blocks is not None:
+        (writer, page_starts), title = _write_blocks(raw.blocks, raw.n_pages), raw.title
+    elif raw.is_html:
+        writer, title = _write_html(source_text, whole=raw.whole)
     else:
         writer, title = _write_plain(source_text), None
     text, model_text, model_to_text = writer.finish()
@@ -456,5 +502,5 @@ def clean_document(raw: RawDocument) -> Document:
         text=text, model_text=model_text, model_to_text=model_to_text, language=language,
         title=(title.strip() or None) if title else None, clean_seconds=time.perf_counter() - start,
         source=raw.source, fetch_seconds=raw.fetch_seconds, encoding=raw.encoding, is_html=raw.is_html,
-        warnings=warnings, table_rows=writer.table_rows,
+        warnings=warnings, table_rows=writer.table_rows, page_starts=page_starts,
     )

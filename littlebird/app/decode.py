@@ -51,6 +51,19 @@ _HTML_START = re.compile(r"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)
 _HTML_TAG = re.compile(r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|em|strong|section|article)\b[^<>]*>", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class TextBlock:
+    """A heading or paragraph of a document that arrives with its layout (a PDF).
+
+    ``kind`` is the tag token it starts with ("<h1>", "<h2>" or "<p>"); ``pieces`` its text in order, each
+    with the page (from 1) it is on: a paragraph that a page break cuts has a piece on each page, and every
+    piece after the first starts with what separates it from the one before (a space, or nothing).
+    """
+
+    kind: str
+    pieces: tuple[tuple[str, int], ...]
+
+
 @dataclass
 class RawDocument:
     """A document as received: decoded text, before any cleaning."""
@@ -58,8 +71,12 @@ class RawDocument:
     text: str
     is_html: bool
     source: str  # the final URL, the file name or "pasted text"; shown to the user
-    encoding: str  # the encoding the bytes were decoded with ("str" for pasted text)
+    encoding: str  # the encoding the bytes were decoded with ("str" for pasted text, "pdf" for a PDF's text layer)
     fetch_seconds: float = 0.0
+    blocks: tuple[TextBlock, ...] | None = None  # a PDF's headings and paragraphs with their pages; ``text`` joins them
+    n_pages: int = 0  # a PDF's pages
+    title: str | None = None  # a title the file states (a PDF's metadata)
+    whole: bool = False  # HTML that is all content, no page furniture (a Word document's): every block is kept
 
 
 def normalize_encoding_name(label: str | None) -> str | None:

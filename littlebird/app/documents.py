@@ -61,7 +61,7 @@ def read_document(
         key: tuple = ("url", url)
     elif source == "upload":
         if not upload:
-            raise DocumentError("Please upload a file (.html, .htm, .txt or .md) first.")
+            raise DocumentError("Please upload a file (.pdf, .docx, .html, .htm, .txt or .md) first.")
         stat = Path(upload).stat()
         key = ("upload", str(upload), stat.st_size, stat.st_mtime_ns)
     else:

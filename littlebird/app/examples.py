@@ -24,7 +24,7 @@ class SuggestedQuestion:
 
 @dataclass(frozen=True)
 class Example:
-    """One example document: an HTML file plus the questions the UI suggests for it."""
+    """One example document: an HTML page or a PDF file, plus the questions the UI suggests for it."""
 
     id: str
     title: str
@@ -37,9 +37,21 @@ class Example:
         """How the example is named in the UI's drop-down."""
         return f"{self.title} ({'Korean' if self.language == 'ko' else 'English'})"
 
+    @property
+    def is_page(self) -> bool:
+        """An HTML page, which the UI pastes; otherwise a file (a PDF), which it uploads."""
+        return self.path.suffix.lower() in (".html", ".htm")
+
     def read_html(self) -> str:
         """The document's HTML source, as a user would paste it."""
+        if not self.is_page:
+            raise ValueError(f"example {self.id!r} is a {self.path.suffix} file, not an HTML page: upload {self.path}")
         return self.path.read_text(encoding="utf-8")
+
+
+def web_pages(examples: tuple[Example, ...] | None = None) -> tuple[Example, ...]:
+    """The examples that are HTML pages (the four the app has always shipped), in order."""
+    return tuple(example for example in (load_examples() if examples is None else examples) if example.is_page)
 
 
 @lru_cache(maxsize=4)
@@ -72,8 +84,11 @@ def find_example(label_or_id: str, examples: tuple[Example, ...] | None = None) 
     raise KeyError(f"no example called {label_or_id!r}")
 
 
-def choose_example(label: str) -> tuple[str, list[str], str]:
-    """An example's HTML (to paste), its suggested questions and the first of them."""
+def choose_example(label: str) -> tuple[str | None, str | None, list[str], str]:
+    """An example's HTML (to paste) or, for a file, its path (to upload; the other is None), its suggested
+    questions and the first of them."""
     example = find_example(label)
     questions = [q.question for q in example.questions]
-    return example.read_html(), questions, questions[0]
+    if example.is_page:
+        return example.read_html(), None, questions, questions[0]
+    return None, str(example.path), questions, questions[0]

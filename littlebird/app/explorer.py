@@ -79,7 +79,8 @@ def rollout_document(target: "ExplorerTarget", summary: figures.AttentionSummary
             start, end = summary.block_spans[block]
             tints.append((start, end, f"rollout #{rank + 1}: {share:.1%} of what the "
                           f"{'answer' if len(summary.rollout_tokens) > 1 else '[CLS] token'} draws from"))
-    return highlight_answers(target.document.text, target.answers, no_answer=target.no_answer, tints=tints)
+    return highlight_answers(target.document.text, target.answers, no_answer=target.no_answer, tints=tints,
+                             page_starts=target.document.page_starts)
 
 
 def slopes_figure(loaded: LoadedModel) -> Any:

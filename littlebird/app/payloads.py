@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from littlebird.app.clean import Document
+from littlebird.app.clean import Document, page_at
 from littlebird.app.models import LoadedModel
 from littlebird.app.qa import QAResult
 from littlebird.language import detect_language
@@ -19,8 +19,9 @@ from littlebird.language import detect_language
 N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns
 
 
-def answer_card(result: QAResult) -> str:
-    """The answer, its probability, the decision and the n-best table, as escaped HTML.
+def answer_card(result: QAResult, page_starts: Sequence[int] = ()) -> str:
+    """The answer, its probability, the decision and the n-best table, as escaped HTML; in a document with
+    pages (``page_starts``, a PDF's), the page the answer is on.
 
     "No answer found" is said plainly when that is the decision; the model's best
     guesses then stay in the n-best table and are shaded lightly in the document.
@@ -34,9 +35,11 @@ def answer_card(result: QAResult) -> str:
         )
     else:
         best = result.answers[0]
+        page = page_at(page_starts, best.start)
+        where = "" if page is None else f'<span class="lb-page-ref">page {page} of {len(page_starts)}</span> · '
         head = (
             f'<div class="lb-answer">{html.escape(best.text)}</div>'
-            f'<div class="lb-meta">probability {best.probability:.0%} among the n-best · '
+            f'<div class="lb-meta">{where}probability {best.probability:.0%} among the n-best · '
             f"answerable {answerable} · score {best.score:.2f}</div>"
         )
     return f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}{n_best_table(n_best_rows(result))}</div>'
@@ -62,27 +65,33 @@ def n_best_table(rows: list[list[Any]]) -> str:
     return f'<table class="lb-nbest"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def highlight_document(text: str, result: QAResult | None) -> str:
+def highlight_document(text: str, result: QAResult | None, page_starts: Sequence[int] = ()) -> str:
     """``text`` as escaped HTML with the best answer marked and the other n-best lighter (:func:`highlight_answers`)."""
     answers = result.answers if result is not None else []
-    return highlight_answers(text, answers, no_answer=result is not None and result.no_answer)
+    return highlight_answers(text, answers, no_answer=result is not None and result.no_answer, page_starts=page_starts)
 
 
 def highlight_answers(text: str, answers: Sequence[Any], *, no_answer: bool = False,
-                      tints: Sequence[tuple[int, int, str]] = ()) -> str:
+                      tints: Sequence[tuple[int, int, str]] = (), page_starts: Sequence[int] = ()) -> str:
     """``text`` as escaped HTML with the best of ``answers`` (n-best, best first) marked, weakly when
     ``no_answer``, and the others lighter; each ``tints`` span (start, end, note) is tinted by its place in
-    the list (``lb-tint-1`` the strongest), with ``note`` as its hover text.
+    the list (``lb-tint-1`` the strongest), with ``note`` as its hover text. Where each of ``page_starts``
+    (a PDF's pages) starts, an empty ``<span class="lb-page" data-page="N">`` marks the page break; the
+    page's style sheet writes its number, so the marks are no part of the document's text.
 
     Overlapping answers are painted by rank: each character takes the best rank that
     covers it. The best answer's first piece gets ``id="lb-answer"``, which the page
     scrolls to. Nothing from the document is ever interpreted as HTML.
     """
     edges = [p for a in answers for p in (a.start, a.end)] + [p for start, end, _ in tints for p in (start, end)]
-    bounds = sorted({0, len(text), *(p for p in edges if 0 <= p <= len(text))})
+    breaks: dict[int, list[int]] = {}
+    for page, start in enumerate(page_starts, start=1):
+        breaks.setdefault(min(max(start, 0), len(text)), []).append(page)
+    bounds = sorted({0, len(text), *breaks, *(p for p in edges if 0 <= p <= len(text))})
     pieces, anchored = [], False
     best_class = "lb-best-weak" if no_answer else "lb-best"
     for start, end in itertools.pairwise(bounds):
+        pieces.extend(f'<span class="lb-page" data-page="{page}"></span>' for page in breaks.get(start, ()))
         chunk = html.escape(text[start:end])
         ranks = [r for r, a in enumerate(answers) if a.start <= start and end <= a.end]
         if ranks:
@@ -97,6 +106,7 @@ def highlight_answers(text: str, answers: Sequence[Any], *, no_answer: bool = Fa
         if tinted is not None:
             chunk = f'<span class="lb-tint lb-tint-{tinted + 1}" title="{html.escape(tints[tinted][2], quote=True)}">{chunk}</span>'
         pieces.append(chunk)
+    pieces.extend(f'<span class="lb-page" data-page="{page}"></span>' for page in breaks.get(len(text), ()) if text)
     return f'<div class="lb-doc" lang="{_lang(text)}">{"".join(pieces)}</div>'
 
 
@@ -117,7 +127,8 @@ def stats_line(result: QAResult, loaded: LoadedModel) -> str:
 def api_payload(result: QAResult, document: Document) -> dict:
     """The JSON the /answer endpoint returns for ``result``."""
     n_best = [
-        {"answer": a.text, "score": round(a.score, 4), "probability": round(a.probability, 4), "start": a.start, "end": a.end}
+        {"answer": a.text, "score": round(a.score, 4), "probability": round(a.probability, 4), "start": a.start,
+         "end": a.end, "page": document.page_of(a.start)}
         for a in result.answers
     ]
     best = n_best[0] if n_best and not result.no_answer else None
@@ -127,6 +138,8 @@ def api_payload(result: QAResult, document: Document) -> dict:
         "probability": best["probability"] if best else None,
         "start": best["start"] if best else None,
         "end": best["end"] if best else None,
+        "page": best["page"] if best else None,
+        "n_pages": len(document.page_starts) or None,
         "no_answer": bool(result.no_answer),
         "answerable_probability": round(result.answerable_probability, 4),
         "n_best": n_best,

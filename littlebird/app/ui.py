@@ -30,11 +30,12 @@ from littlebird.app.asking import (
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
-from littlebird.app.examples import choose_example, load_examples
+from littlebird.app.examples import EXAMPLES_DIR, choose_example, load_examples
 from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
                                      rollout_document, rollout_figure, slopes_figure)
 from littlebird.app.explorer_file import export_view
 from littlebird.app.token_view import token_message
+from littlebird.app.upload import ALLOWED_SUFFIXES
 from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
@@ -53,6 +54,9 @@ _DOCUMENT_CSS = """
 .lb-doc .lb-tint { border-radius: 3px; background: rgba(31, 119, 180, .14); }
 .lb-doc .lb-tint-1 { background: rgba(31, 119, 180, .34); } .lb-doc .lb-tint-2 { background: rgba(31, 119, 180, .27); }
 .lb-doc .lb-tint-3 { background: rgba(31, 119, 180, .21); }
+.lb-doc .lb-page::before { content: "page " attr(data-page); display: inline-block; margin: 0 6px 0 0; padding: 0 6px;
+          border-radius: 8px; font-size: 11px; line-height: 1.5; color: var(--body-text-color-subdued);
+          border: 1px solid var(--border-color-primary); user-select: none; }
 .lb-empty { color: var(--body-text-color-subdued); padding: 12px 16px; }
 """
 
@@ -93,7 +97,8 @@ def intro(limits: Limits) -> str:
 Ask questions about long Korean or English documents, answered by **LittleBird** (Lee et al., 2022):
 sliding-window attention, BiALiBi position biases and pack & unpack attention.
 Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARACTERS // 1_000_000} MB of HTML),
-give a web address or upload a file, or start from an example. The model reads windows of
+give a web address or upload a file (PDF with a text layer, Word .docx, HTML, text or Markdown), or start from an
+example; a PDF's answer comes with its page. The model reads windows of
 {DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
 question, a short glimpse of each, and in full at most the {GLIMPSE_KEEP} that look likeliest to hold the answer ({seconds});
 the answer says how much it read."""
@@ -132,6 +137,7 @@ def build_demo(
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()
+    gr.set_static_paths([str(EXAMPLES_DIR)])  # a PDF example goes into the upload box, which serves it from there
     empty_plots = explorer_plots(None, loaded, layer=0, head=0)
     model_events = {"concurrency_limit": limit, "concurrency_id": "model"}
     cancellation = Cancellation()
@@ -157,7 +163,8 @@ def build_demo(
                     with gr.Tab("URL", id="url") as url_tab:
                         url = gr.Textbox(label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url")
                     with gr.Tab("Upload", id="upload") as upload_tab:
-                        upload = gr.File(label="HTML, text or Markdown file", file_types=[".html", ".htm", ".txt", ".md"], type="filepath")
+                        upload = gr.File(label="PDF, Word, HTML, text or Markdown file", file_types=list(ALLOWED_SUFFIXES),
+                                         type="filepath", elem_id="lb-upload")
                 for tab, name in ((paste_tab, "paste"), (url_tab, "url"), (upload_tab, "upload")):
                     tab.select(lambda name=name: name, None, source, api_visibility="private", queue=False)
 
@@ -173,11 +180,14 @@ def build_demo(
 
                 def on_example(label):
                     if not label:
-                        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-                    text, questions, first = choose_example(label)
-                    return text, gr.Tabs(selected="paste"), "paste", gr.Radio(choices=questions, value=None, visible=True), first
+                        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                    text, path, questions, first = choose_example(label)
+                    tab = "paste" if path is None else "upload"  # a PDF example is uploaded, as a user would
+                    return (gr.skip() if text is None else text, gr.skip() if path is None else path,
+                            gr.Tabs(selected=tab), tab, gr.Radio(choices=questions, value=None, visible=True), first)
 
-                example.change(on_example, example, [pasted, tabs, source, suggestions, question], api_visibility="private", queue=False)
+                example.change(on_example, example, [pasted, upload, tabs, source, suggestions, question],
+                               api_visibility="private", queue=False)
                 suggestions.input(lambda q: q or gr.skip(), suggestions, question, api_visibility="private", queue=False)
 
             with gr.Column(scale=4):

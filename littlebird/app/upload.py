@@ -6,8 +6,34 @@ from pathlib import Path
 from littlebird.app.decode import RawDocument, decode_bytes, looks_like_html
 from littlebird.app.errors import DocumentError
 
-ALLOWED_SUFFIXES = (".html", ".htm", ".txt", ".md")
+ALLOWED_SUFFIXES = (".html", ".htm", ".txt", ".md", ".pdf", ".docx")
 _HTML_SUFFIXES = (".html", ".htm")
+MAX_FILE_BYTES = 50_000_000  # a PDF or Word file: pictures and fonts make these far larger than their text
+_DOCX_SUFFIX = ".docx"
+
+
+def file_kind(data: bytes, suffix: str) -> str:
+    """"pdf", "docx" or "text" (HTML, text or Markdown, decoded by ``decode_bytes``): by the file's extension
+    ``suffix`` (".pdf"), or without one by its first bytes."""
+    if suffix in (".pdf", _DOCX_SUFFIX):
+        return suffix[1:]
+    if not suffix and data.lstrip()[:5] == b"%PDF-":
+        return "pdf"
+    if not suffix and data.startswith(b"PK\x03\x04") and b"word/" in data[:65536]:
+        return "docx"
+    return "text"
+
+
+def read_file_bytes(data: bytes, kind: str, *, source: str) -> RawDocument:
+    """A PDF (its text layer, :mod:`littlebird.app.pdf`) or Word file (:mod:`littlebird.app.word`) as a
+    RawDocument; ``kind`` as :func:`file_kind` gives it."""
+    if kind == "pdf":
+        from littlebird.app.pdf import read_pdf
+
+        return read_pdf(data, source=source)
+    from littlebird.app.word import read_docx
+
+    return read_docx(data, source=source)
 
 
 def _read_source(path_or_bytes, max_bytes: int) -> tuple[bytes, str | None]:
@@ -27,21 +53,29 @@ def _read_source(path_or_bytes, max_bytes: int) -> tuple[bytes, str | None]:
     raise TypeError(f"read_upload expects a path, bytes or a file object, not {type(path_or_bytes).__name__}")
 
 
-def read_upload(path_or_bytes, *, filename: str | None = None, max_bytes: int = 5_000_000) -> RawDocument:
-    """Read an uploaded .html, .htm, .txt or .md file and decode it.
+def read_upload(path_or_bytes, *, filename: str | None = None, max_bytes: int = 5_000_000,
+                max_file_bytes: int = MAX_FILE_BYTES) -> RawDocument:
+    """Read an uploaded .html, .htm, .txt, .md, .pdf or .docx file and decode it.
 
     ``path_or_bytes`` is a path, the file's bytes or an open binary file. ``filename`` (the name
     the user chose) decides the type; without one, the content does. Raises DocumentError for
-    other file types, binary or empty files and files over ``max_bytes``.
+    other file types, binary or empty files, files over ``max_bytes`` (PDF and Word: ``max_file_bytes``),
+    and PDF and Word files that cannot be read (see :func:`littlebird.app.pdf.read_pdf`).
     """
-    data, path_name = _read_source(path_or_bytes, max_bytes)
+    data, path_name = _read_source(path_or_bytes, max(max_bytes, max_file_bytes))
     name = filename or path_name
     suffix = Path(name).suffix.lower() if name else ""
     if name and suffix not in ALLOWED_SUFFIXES:
         allowed = ", ".join(ALLOWED_SUFFIXES)
         raise DocumentError(f"Files of type {suffix or 'without an extension'} cannot be read. Please upload one of: {allowed}.")
-    if len(data) > max_bytes:
-        raise DocumentError(f"The file is larger than {max_bytes / 1e6:g} MB. Please upload a smaller file or paste the part you need.")
+    kind = file_kind(data, suffix)
+    limit = max_bytes if kind == "text" else max_file_bytes
+    if len(data) > limit:
+        raise DocumentError(f"The file is larger than {limit / 1e6:g} MB. Please upload a smaller file or paste the part you need.")
+    if kind != "text":
+        if not data:
+            raise DocumentError("The file is empty. Please upload a file that contains text.")
+        return read_file_bytes(data, kind, source=name or "uploaded file")
     text, encoding = decode_bytes(data)
     if not text.strip():
         raise DocumentError("The file is empty. Please upload a file that contains text.")

@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from accelerate.utils import DataLoaderConfiguration, set_seed
 from torch.utils.data import DataLoader
 
 from ..command_options import Options, option
+from ..progress import Progress
 from .batching import LengthGroupedBatchSampler
 
 STATE_FILE = "state.pt"
@@ -100,15 +102,19 @@ def weights_digest(model: torch.nn.Module) -> str:
 
 
 class RunLog:
-    """Appends lines to ``log.txt`` (main process only) and echoes them."""
+    """Appends lines to ``log.txt`` (main process only) and echoes them, above the progress bar while there is one."""
 
     def __init__(self, accelerator: Accelerator, path: Path):
         self.accelerator, self.path = accelerator, path
+        self.progress: Progress | None = None
 
     def __call__(self, message: str) -> None:
         if self.accelerator.is_main_process:
             line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}"
-            print(line, flush=True)
+            if self.progress is not None:
+                self.progress.write(line)
+            else:
+                print(line, flush=True)
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(line + "\n")
 
@@ -303,12 +309,26 @@ class TrainingRun:
 
     def optimize(self) -> None:
         """Optimizer steps until ``last_step`` or the time box, logging and saving ``state.pt`` on the way."""
-        args = self.args
         self.model.train()
         last_save = last_log = time.monotonic()
         means = RunningMeans()
         if self.step >= self.last_step < self.total_steps:
             self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
+        # A bar on a terminal only: elsewhere the log lines every --log-every steps are the progress.
+        watched = self.accelerator.is_main_process and sys.stderr.isatty()
+        progress = Progress(self.last_step, "training", unit="step", initial=self.step, interactive=watched,
+                            every_seconds=math.inf)
+        if isinstance(self.log, RunLog):
+            self.log.progress = progress
+        try:
+            self._optimize_steps(means, last_save, last_log, progress)
+        finally:
+            progress.close()
+            if isinstance(self.log, RunLog):
+                self.log.progress = None
+
+    def _optimize_steps(self, means: "RunningMeans", last_save: float, last_log: float, progress: Progress) -> None:
+        args = self.args
         while self.step < self.last_step:
             epoch = self.step // self.steps_per_epoch
             for batch in self.epoch_batches():
@@ -316,6 +336,7 @@ class TrainingRun:
                 if not self.accelerator.sync_gradients:
                     continue
                 self.step += 1
+                progress.update()
                 if self.step % args.log_every == 0 or self.step == self.total_steps:
                     now = time.monotonic()
                     self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "

@@ -31,9 +31,10 @@ def test_answer_returns_the_answer_score_offsets_and_n_best_as_json(client):
     assert result["no_answer"] is False and 0.0 <= result["answerable_probability"] <= 1.0
     assert 1 <= len(result["n_best"]) <= 5
     for candidate in result["n_best"]:
-        assert set(candidate) == {"answer", "score", "probability", "start", "end"}
+        assert set(candidate) == {"answer", "score", "probability", "start", "end", "page"} and candidate["page"] is None
         assert result["text"][candidate["start"] : candidate["end"]] == candidate["answer"]
     assert result["n_tokens"] > 0 and result["n_windows"] == 1 and result["device"] == "cpu"
+    assert result["page"] is None and result["n_pages"] is None  # pages are a PDF's
 
 
 def test_answer_takes_a_url(client, tmp_path):
@@ -41,6 +42,18 @@ def test_answer_takes_a_url(client, tmp_path):
     with serve_directory(tmp_path) as base:
         result = client.predict(f"{base}/iss.html", "Who arrived in 2000?", api_name="/answer")
     assert "Expedition 1" in result["text"] and result["answer"]
+
+
+def test_answer_takes_the_url_of_a_pdf_and_gives_the_answers_page(client, tmp_path):
+    from tests.pdf_factories import report_pdf
+
+    (tmp_path / "report.pdf").write_bytes(report_pdf("en"))
+    with serve_directory(tmp_path) as base:
+        result = client.predict(f"{base}/report.pdf", "Who designed the Dunmore Library?", api_name="/answer")
+    assert result["n_pages"] == 32 and "Riverton Public Libraries" in result["text"]
+    for candidate in result["n_best"]:  # the small test model's answers: anywhere, each with its page
+        assert 1 <= candidate["page"] <= 32
+    assert result["answer"] is None or result["page"] == result["n_best"][0]["page"]
 
 
 def test_a_bad_document_gives_the_user_facing_message(client):

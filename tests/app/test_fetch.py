@@ -56,6 +56,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send("Plain notes.\n\nThe harbour library opens at nine.".encode(), "text/plain; charset=utf-8")
         elif route == "/pdf":
             self._send(b"%PDF-1.4 fake", "application/pdf")
+        elif route == "/image":
+            self._send(b"\x89PNG\r\n\x1a\n", "image/png")
         elif route == "/missing":
             self._send(b"not here", "text/html", status=404)
         elif route == "/empty":
@@ -310,7 +312,8 @@ def test_unreachable_and_unknown_hosts(monkeypatch):
 @pytest.mark.parametrize(
     "route, message",
     [
-        ("/pdf", "application/pdf file, not a web page"),
+        ("/pdf", "PDF could not be read: it is damaged"),
+        ("/image", "image/png file, not a web page"),
         ("/missing", "404"),
         ("/empty", "empty"),
         ("/big?mb=2", "larger than 1 MB"),

@@ -16,7 +16,7 @@ from littlebird.app import asking, documents, explorer, models, payloads, ui
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.clean import clean_document
 from littlebird.app.errors import DocumentError
-from littlebird.app.examples import choose_example, find_example, load_examples
+from littlebird.app.examples import choose_example, find_example, load_examples, web_pages
 from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from littlebird.app.qa import Answer, QAResult
 from littlebird.app.upload import read_pasted_text, read_upload
@@ -52,12 +52,16 @@ def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = 
 
 def test_examples_are_long_bilingual_documents_whose_answers_are_in_the_text():
     examples = load_examples()
-    assert sorted(e.language for e in examples) == ["en", "en", "ko", "ko"]
+    assert sorted(e.language for e in web_pages(examples)) == ["en", "en", "ko", "ko"]
+    assert [e.path.suffix for e in examples if not e.is_page] == [".pdf"]
     tokenizer = qa_tokenizer()
     for example in examples:
-        source = example.read_html()
-        for tag in ("<h1>", "<h2>", "<p>", "<table>", "<li>"):
-            assert tag in source, f"{example.id} has no {tag}"
+        if example.is_page:
+            source = example.read_html()
+            for tag in ("<h1>", "<h2>", "<p>", "<table>", "<li>"):
+                assert tag in source, f"{example.id} has no {tag}"
+        else:
+            assert example.path.stat().st_size < 1_000_000
         document = clean_document(read_upload(example.path))
         assert document.language == example.language
         assert len(tokenizer(document.model_text)["input_ids"]) > 3000, f"{example.id} is not long"
@@ -68,9 +72,13 @@ def test_examples_are_long_bilingual_documents_whose_answers_are_in_the_text():
 
 def test_choose_example_fills_the_paste_box_and_the_suggestions():
     example = load_examples()[0]
-    html, questions, first = choose_example(example.label)
-    assert html == example.read_html()
+    html, path, questions, first = choose_example(example.label)
+    assert html == example.read_html() and path is None
     assert questions == [q.question for q in example.questions] and first == questions[0]
+    pdf = find_example("en-libraries-report")
+    assert choose_example(pdf.label)[:2] == (None, str(pdf.path))  # a file is uploaded, not pasted
+    with pytest.raises(ValueError, match="not an HTML page"):
+        pdf.read_html()
     assert find_example(example.id) is example
     with pytest.raises(KeyError):
         find_example("no such example")

@@ -47,7 +47,9 @@ def test_latin_text_in_windows_1252():
 @pytest.mark.parametrize(
     "data, filename, message",
     [
-        (b"%PDF-1.7\n...", "paper.pdf", "cannot be read"),
+        (b"%PDF-1.7\n...", "paper.pdf", "damaged or incomplete"),
+        (b"<html><body>Not a PDF</body></html>", "paper.pdf", "is not a PDF"),
+        (b"PK\x03\x04 not a zip", "letter.docx", "not a Word document"),
         (b"%PDF-1.7\n...", "paper.txt", "PDF file"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "image.html", "PNG image"),
         (b"PK\x03\x04\x14\x00", "doc.txt", "ZIP archive"),

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from littlebird import space
-from littlebird.space import LFS_ATTRIBUTES, LFS_THRESHOLD_BYTES, push_space, space_readme, write_space
+from littlebird.space import (HARDWARE, LFS_ATTRIBUTES, LFS_THRESHOLD_BYTES, TORCH_VERSION, absolute_links,
+                              push_space, readme_images, repository_url, space_readme, write_space)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,10 +82,25 @@ def test_the_readme_carries_the_space_front_matter_then_the_repository_readme(fo
         "sdk_version": importlib.metadata.version("gradio"), "python_version": "3.11", "app_file": "app.py",
         "pinned": False, "license": "apache-2.0",
         "short_description": "Question answering over long Korean and English documents",
+        "suggested_hardware": "cpu-basic",
     }
     body = text[match.end():]
     assert body.startswith("# LittleBird QA\n") and "\n---\n" not in body[:200]
-    assert body.strip() == re.sub(r"\A---\n.*?\n---\n", "", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.DOTALL).strip()
+    readme = re.sub(r"\A---\n.*?\n---\n", "", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.DOTALL).strip()
+    repository = repository_url(ROOT / "pyproject.toml")
+    assert body.strip() == absolute_links(readme, repository, kept=tuple(readme_images(readme)))
+
+
+def test_the_space_readme_links_into_the_repository_but_shows_its_own_images(folder):
+    body = (folder / "README.md").read_text(encoding="utf-8")
+    repository = repository_url(ROOT / "pyproject.toml")
+    assert repository.startswith("https://github.com/")
+    targets = re.findall(r"""(?:\]\(|href="|src=")([^)"\s]+)""", body)
+    relative = [t for t in targets if not re.match(r"\w+:|#", t)]
+    assert relative == ["docs/screenshot.png"] and (folder / "docs" / "screenshot.png").is_file()
+    assert f"]({repository}/blob/main/docs/architecture.md#the-app)" in body
+    assert f'src="{repository}/raw/main/docs/explorer/reading-map.png"' in body
+    assert f"]({repository}/blob/main/LICENSE)" in body
 
 
 @pytest.mark.parametrize("front_matter", ["", "---\ntitle: Old\nsdk: gradio\n---\n\n"], ids=["without", "with"])
@@ -95,11 +111,38 @@ def test_the_readme_body_loses_only_a_leading_front_matter(tmp_path, front_matte
     assert text.endswith("---\n\n" + body) and text.count("title:") == 1
 
 
-def test_requirements_are_the_dependencies_and_the_app_extra(folder):
+@pytest.mark.parametrize("hardware, torch_lines, extra, suggested", [
+    ("cpu", ["--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"], [], "cpu-basic"),
+    ("zero-gpu", [f"torch=={TORCH_VERSION}"], ["spaces"], "zero-a10g"),
+    ("gpu", [f"torch=={TORCH_VERSION}"], [], "t4-small"),
+])
+def test_requirements_are_torch_for_the_hardware_then_the_dependencies_and_the_app_extra(tmp_path, hardware, torch_lines,
+                                                                                         extra, suggested):
+    from littlebird.cli import main
+
+    assert main(["space", str(tmp_path / "space"), "--hardware", hardware, "--root", str(ROOT)]) == 0
+    folder = tmp_path / "space"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = [line for line in (folder / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
-    assert lines == [*project["dependencies"], *project["optional-dependencies"]["app"]]
-    assert "torch>=2.6" in lines and not any(line.startswith(("accelerate", "pytest")) for line in lines)
+    others = [r for r in [*project["dependencies"], *project["optional-dependencies"]["app"]] if not r.startswith("torch")]
+    assert lines == [*torch_lines, *others, *extra]
+    assert not any(line.startswith(("accelerate", "pytest", "fpdf2")) for line in lines)
+    assert f"suggested_hardware: {suggested}\n" in (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_cpu_pin_takes_only_the_cpu_only_wheel():
+    from packaging.requirements import Requirement
+
+    pin = Requirement(HARDWARE["cpu"].torch[-1])
+    assert pin.name == "torch" and pin.specifier.contains(f"{TORCH_VERSION}+cpu")
+    assert not pin.specifier.contains(TORCH_VERSION)  # PyPI's Linux wheel, which brings the CUDA libraries
+    assert not pin.specifier.contains(f"{TORCH_VERSION}+cu128")
+
+
+def test_an_unknown_hardware_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="hardware must be one of cpu, zero-gpu, gpu"):
+        write_space(tmp_path / "space", hardware="tpu")
+    assert not (tmp_path / "space").exists()
 
 
 def test_gitattributes_sends_every_large_or_binary_file_through_lfs(folder):
@@ -200,11 +243,12 @@ def site_packages() -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requirements(tmp_path):
+@pytest.mark.parametrize("hardware", list(HARDWARE))
+def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requirements(tmp_path, hardware):
     from tests.ui_support import free_port
     from gradio_client import Client
 
-    folder = write_space(tmp_path / "space")
+    folder = write_space(tmp_path / "space", hardware=hardware)
     examples = json.loads((folder / "assets" / "examples" / "examples.json").read_text(encoding="utf-8"))["examples"]
     iss = next(e for e in examples if e["id"] == "en-iss")
     question = next(q for q in iss["questions"] if q["question"] == "Who was the American commander of Expedition 1?")

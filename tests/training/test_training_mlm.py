@@ -197,3 +197,20 @@ def test_the_chunked_tied_softmax_matches_plain_cross_entropy(chunk):
     torch.testing.assert_close(x.grad, x2.grad)
     torch.testing.assert_close(bias.grad, bias2.grad)
     assert int(correct) == int((logits.argmax(-1) == targets).sum())
+
+
+def test_a_run_watched_on_a_terminal_shows_a_bar_and_keeps_its_log_lines(toy, tmp_path, monkeypatch, capsys):
+    import io
+    import re
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    _run(toy, tmp_path / "run", "--max-steps", "4")
+    assert re.search(r"training: 100%.*4/4", terminal.getvalue()), terminal.getvalue()
+    printed = capsys.readouterr().out
+    assert re.search(r"step 4/4 epoch \d", printed) and "step 4/4" in (tmp_path / "run" / "log.txt").read_text()

@@ -1,0 +1,258 @@
+"""PDF bytes -> RawDocument: paragraphs and headings in reading order, each piece of text with its page.
+
+PDFium (through pypdfium2, in a child process under a memory and time limit: :mod:`littlebird.app.pdf_text`)
+gives each page's text lines with their font size and place. Here they become a document a reader would
+recognise: lines that repeat at the top or bottom of most pages (running heads, footers, page numbers) go,
+lines join into paragraphs (a hyphen that only split a word at a line's end goes too), a paragraph cut by a
+page break continues on the next page, and lines set larger than the body text, or named by the PDF's
+outline, become headings. :func:`littlebird.app.clean.clean_document` writes the blocks with the offsets where
+each page starts in the shown text (``Document.page_starts``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from littlebird.app.decode import RawDocument, TextBlock
+from littlebird.app.errors import DocumentError
+
+MAX_PDF_PAGES = 2000
+PDF_SECONDS = 20.0  # reading the text layer; a page of text takes a few milliseconds
+PDF_MEMORY_BYTES = 1_500_000_000  # the reader's address space: PDFium inflates streams without a bound of its own
+_WORKER = Path(__file__).with_name("pdf_text.py")
+
+_PAGE_NUMBER = re.compile(r"^[\s\-–—(\[]*((page|p\.|페이지)\s*)?\d{1,4}(\s*(/|of|쪽|페이지)\s*\d{0,4})?[\s\-–—)\]쪽]*$",
+                          re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。:;\"'”’)\]]$|[다요함음됨임]\.?$")
+_SOFT_HYPHENS = ("\xad", "\x02")  # PDFium marks a hyphen it knows split a word with \x02
+
+
+@dataclass
+class Line:
+    """One text line of a page as :mod:`littlebird.app.pdf_text` reports it (places in points, y upwards)."""
+
+    text: str
+    size: float | None
+    top: float | None
+    bottom: float | None
+    left: float | None
+    right: float | None
+    page: int  # from 1
+
+
+def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
+                   memory_bytes: int = PDF_MEMORY_BYTES) -> dict:
+    """Run :mod:`littlebird.app.pdf_text` on ``data`` in a child process, bounded in memory and time.
+
+    Returns its JSON object; raises DocumentError, in words for the user, for a PDF that takes longer than
+    ``seconds``, needs more than ``memory_bytes``, or crashes PDFium.
+    """
+    def limit_memory() -> None:  # in the child, before it runs PDFium
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    try:
+        done = subprocess.run([sys.executable, str(_WORKER), str(max_pages)], input=data, capture_output=True,
+                              timeout=seconds, env=environment,
+                              preexec_fn=limit_memory if sys.platform != "win32" else None)
+    except subprocess.TimeoutExpired:
+        raise DocumentError(f"Reading this PDF's text took longer than {seconds:g} seconds, the most this app spends "
+                            "on it. Please upload the pages you need as a smaller PDF.") from None
+    if done.returncode != 0:
+        if b"MemoryError" in done.stderr or done.returncode < 0:
+            raise DocumentError(f"Reading this PDF needs more than {memory_bytes / 1e9:g} GB of memory (its compressed "
+                                "parts inflate to far more than the file), so it was not read. Please upload the "
+                                "pages you need as a smaller PDF.")
+        raise DocumentError("This PDF could not be read: it is damaged. Please save or export it again and upload that.")
+    return json.loads(done.stdout.decode("utf-8"))
+
+
+def _lines(extracted: dict) -> list[list[Line]]:
+    """The pages' lines; where PDFium joined a word split by a hyphen at a line's end (marking the hyphen
+    U+FFFE), the word is whole again."""
+    return [[Line(text.replace("\ufffe", ""), *places, page=number) for text, *places in page]
+            for number, page in enumerate(extracted["pages"], start=1)]
+
+
+def _furniture_key(line: Line) -> tuple[str, int | None]:
+    """What a running head or footer keeps from page to page: its words with numbers blanked, and its height on
+    the page (to 4 points)."""
+    return re.sub(r"\d+", "#", " ".join(line.text.lower().split())), None if line.top is None else round(line.top / 4)
+
+
+def drop_furniture(pages: list[list[Line]], body: float | None,
+                   heights: list[list[float] | None] | None = None) -> list[list[Line]]:
+    """Each page without its running heads and footers: a line among the first or last two of a page, in the
+    top or bottom tenth of where the document has text and of its page (``heights``: each page's [bottom, top]),
+    that recurs, numbers aside, at that height on at least half the pages (three or more), and page numbers
+    there. Lines set larger than the body text (``body``, a font size) are headings and stay, and so does a
+    page's only line that is not a page number: a one-line page holds text, not furniture."""
+    tops = [line.top for lines in pages for line in lines if line.top is not None]
+    bottoms = [line.bottom for lines in pages for line in lines if line.bottom is not None]
+    margin = (max(tops) - min(bottoms)) / 10 if tops else 0.0
+
+    def in_margin(line: Line) -> bool:
+        if line.top is None:
+            return True
+        extent = heights[line.page - 1] if heights and line.page <= len(heights) else None
+        on_page = extent is None or line.bottom <= extent[0] + (extent[1] - extent[0]) / 10 \
+            or line.top >= extent[1] - (extent[1] - extent[0]) / 10
+        return on_page and (line.top >= max(tops) - margin or line.bottom <= min(bottoms) + margin)
+
+    def edges(lines: list[Line]) -> list[Line]:
+        return [line for line in lines[:2] + lines[-2:]
+                if in_margin(line) and not (body and line.size and line.size >= body * 1.15)]
+
+    counts = Counter()
+    for lines in pages:
+        counts.update({_furniture_key(line) for line in edges(lines)})
+    repeated = {key for key, count in counts.items() if count >= 3 and count >= len(pages) / 2}
+    kept = []
+    for lines in pages:
+        numbers = {id(line) for line in edges(lines) if _PAGE_NUMBER.match(line.text)}
+        furniture = numbers | {id(line) for line in edges(lines) if _furniture_key(line) in repeated}
+        if len(lines) - len(numbers) == 1:
+            furniture = numbers
+        kept.append([line for line in lines if id(line) not in furniture])
+    return kept
+
+
+def _body_size(lines: list[Line]) -> float | None:
+    """The font size most of the text is set in (by characters)."""
+    sizes = Counter()
+    for line in lines:
+        if line.size:
+            sizes[line.size] += len(line.text)
+    return sizes.most_common(1)[0][0] if sizes else None
+
+
+def _heading_levels(lines: list[Line], body: float | None, outline: list) -> dict[int, str]:
+    """``{id(line): "<h1>" or "<h2>"}`` for the lines that are headings: short lines set at least 15% larger than
+    the body, or that the outline names on their page. The largest heading size is h1, the rest h2."""
+    titles = {(page, " ".join(title.split()).lower()) for _, title, page in outline}
+    headings = {}
+    for line in lines:
+        larger = body is not None and line.size is not None and line.size >= body * 1.15
+        named = (line.page, " ".join(line.text.split()).lower()) in titles
+        if (larger and len(line.text) <= 150) or named:
+            headings[id(line)] = line.size or 0.0
+    sizes = sorted({size for size in headings.values()}, reverse=True)
+    top = sizes[0] if len(sizes) > 1 else None
+    return {key: "<h1>" if size == top else "<h2>" for key, size in headings.items()}
+
+
+def _gap(previous: Line, line: Line) -> float | None:
+    """The white space between two lines of a page, in points (None across pages or without places)."""
+    if previous.page != line.page or previous.bottom is None or line.top is None:
+        return None
+    return previous.bottom - line.top
+
+
+def _joins(previous: Line, line: Line, gap: float | None, right_edge: float | None) -> bool:
+    """Whether ``line`` continues the paragraph whose last line is ``previous``; ``gap`` is the usual space
+    between the lines of a paragraph."""
+    if previous.size is None or line.size is None:  # no places: a short line ending a sentence ends a paragraph
+        return not (len(previous.text) < 40 and _SENTENCE_END.search(previous.text))
+    if abs(previous.size - line.size) > 0.5:
+        return False
+    if previous.page != line.page:  # a page break cuts a paragraph mid-sentence far more often than at its end
+        return not _SENTENCE_END.search(previous.text)
+    if gap is not None and _gap(previous, line) > gap + 0.5 * line.size:  # half a blank line or more between
+        return False
+    if line.left - previous.left > line.size:  # the first line of a paragraph set in
+        return False
+    short = right_edge is not None and previous.right < right_edge - 3 * previous.size
+    return not (short and _SENTENCE_END.search(previous.text))
+
+
+def _joined(previous_text: str, text: str) -> str:
+    """``text`` as it follows ``previous_text`` in one paragraph: after a space, or glued where a hyphen at the
+    line's end only split a word (the hyphen dropped)."""
+    if previous_text.endswith(_SOFT_HYPHENS):
+        return text
+    if re.search(r"[a-z]-$", previous_text) and re.match(r"[a-z]", text):
+        return text
+    return " " + text
+
+
+def _strip_soft_hyphen(text: str) -> str:
+    return text[:-1] if text.endswith(_SOFT_HYPHENS) or re.search(r"[a-z]-$", text) else text
+
+
+def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
+    """The headings and paragraphs of :func:`read_pdf_lines`'s pages, in reading order, and the number of pages."""
+    pages = _lines(extracted)
+    body = _body_size([line for lines in pages for line in lines])
+    pages = drop_furniture(pages, body, extracted.get("heights"))
+    every = [line for lines in pages for line in lines]
+    headings = _heading_levels(every, body, extracted.get("outline") or [])
+    body_lines = [line for line in every if id(line) not in headings and line.size == body]
+    gaps = [gap for gap in map(_gap, body_lines, body_lines[1:]) if gap is not None and abs(gap) < 3 * body]
+    gap = statistics.median(gaps) if gaps else None
+    rights = [line.right for line in body_lines if line.right is not None]
+    right_edge = max(rights) if rights else None
+    blocks: list[TextBlock] = []
+    kind, pieces, previous = None, [], None
+    for line in every:
+        heading = headings.get(id(line))
+        if heading is None and kind == "<p>" and previous is not None and _joins(previous, line, gap, right_edge):
+            last_text, last_page = pieces[-1]
+            separator = _joined(previous.text, line.text)
+            if separator == line.text:
+                pieces[-1] = (_strip_soft_hyphen(last_text), last_page)
+            if line.page == last_page:
+                pieces[-1] = (pieces[-1][0] + separator, last_page)
+            else:
+                pieces.append((separator, line.page))
+        else:
+            if pieces:
+                blocks.append(TextBlock(kind, tuple(pieces)))
+            kind, pieces = heading or "<p>", [(line.text, line.page)]
+        previous = line
+    if pieces:
+        blocks.append(TextBlock(kind, tuple(pieces)))
+    return blocks, len(pages)
+
+
+def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
+             memory_bytes: int = PDF_MEMORY_BYTES) -> RawDocument:
+    """A PDF's text layer as a RawDocument whose ``blocks`` keep its headings, paragraphs and pages.
+
+    Raises DocumentError, with a sentence for the user, for a file that is not a PDF, one locked with a
+    password, a damaged one, one of more than ``max_pages`` pages, one without a text layer (scanned), and
+    one that takes more than ``seconds`` or ``memory_bytes`` to read.
+    """
+    start = time.perf_counter()
+    if not data.lstrip()[:1024].startswith(b"%PDF") and b"%PDF-" not in data[:1024]:
+        raise DocumentError(f"{source} is not a PDF: it does not start as one. If it is another kind of document, "
+                            "please give it its own extension (.html, .txt, .md, .docx).")
+    extracted = read_pdf_lines(data, max_pages=max_pages, seconds=seconds, memory_bytes=memory_bytes)
+    error = extracted.get("error")
+    if error == "password":
+        raise DocumentError("This PDF is protected with a password, so its text cannot be read. Please upload a copy "
+                            "saved without the password.")
+    if error == "damaged":
+        raise DocumentError("This PDF could not be read: it is damaged or incomplete. Please save or export it again "
+                            "and upload that.")
+    if error == "pages":
+        raise DocumentError(f"This PDF has {extracted['pages']:,} pages; this app reads at most {max_pages:,}. Please "
+                            "upload the pages you need as a smaller PDF.")
+    blocks, n_pages = blocks_from_pages(extracted)
+    if not blocks:
+        raise DocumentError(f"This PDF has no text layer ({n_pages} page{'s' if n_pages != 1 else ''} of images, "
+                            "as a scan gives); OCR is not supported. Please upload a PDF with selectable text.")
+    text = "\n\n".join("".join(piece for piece, _ in block.pieces) for block in blocks)
+    return RawDocument(text=text, is_html=False, source=source, encoding="pdf",
+                       fetch_seconds=time.perf_counter() - start, blocks=tuple(blocks), n_pages=n_pages,
+                       title=extracted.get("title"))

@@ -1,0 +1,64 @@
+"""Word (.docx) bytes -> RawDocument: mammoth writes the document as clean HTML (headings, lists, tables,
+paragraphs, without Word's styling), which then goes through the same cleaner as a web page."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from lxml import etree
+from lxml import html as lxml_html
+
+from littlebird.app.decode import RawDocument
+from littlebird.app.errors import DocumentError
+
+MAX_UNZIPPED_BYTES = 200_000_000  # what a .docx's parts may inflate to, all together: a zip bomb is refused
+_STYLE_MAP = "p[style-name='Title'] => h1:fresh\np[style-name='Subtitle'] => h2:fresh"  # mammoth's are <p>
+_OLE = b"\xd0\xcf\x11\xe0"  # the container of old .doc files and of password-protected Office files
+
+
+def read_docx(data: bytes, *, source: str) -> RawDocument:
+    """The .docx file ``data`` as HTML for :func:`littlebird.app.clean.clean_document`.
+
+    Raises DocumentError, with a sentence for the user, for a password-protected or old-format (.doc) file,
+    one that is not a Word document or is damaged, and one whose parts inflate past MAX_UNZIPPED_BYTES.
+    """
+    if data.startswith(_OLE):
+        raise DocumentError(f"{source} is protected with a password or saved in the old Word format (.doc), so its "
+                            "text cannot be read. Please save it as a .docx without a password and upload that.")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        unzipped = sum(member.file_size for member in archive.infolist())
+        if "word/document.xml" not in archive.namelist():
+            raise DocumentError(f"{source} is not a Word document: it has no word/document.xml. Please upload a "
+                                ".docx saved by Word, LibreOffice or Google Docs.")
+    except zipfile.BadZipFile:
+        raise DocumentError(f"{source} is not a Word document, or it is damaged: it is not a .docx archive. Please "
+                            "save or export it again and upload that.") from None
+    if unzipped > MAX_UNZIPPED_BYTES:
+        raise DocumentError(f"{source} unpacks to {unzipped / 1e6:,.0f} MB, more than the {MAX_UNZIPPED_BYTES / 1e6:g} "
+                            "MB this app reads. Please upload the part you need.")
+    import mammoth
+
+    try:
+        converted = mammoth.convert_to_html(io.BytesIO(data), style_map=_STYLE_MAP)
+    except Exception:  # mammoth raises assorted errors (KeyError, XML parse errors) on damaged parts
+        raise DocumentError(f"{source} could not be read: the Word document is damaged. Please save or export it "
+                            "again and upload that.") from None
+    return RawDocument(text=f"<html><body>{_cells_without_paragraphs(converted.value)}</body></html>", is_html=True,
+                       source=source, encoding="docx", whole=True)
+
+
+def _cells_without_paragraphs(fragment: str) -> str:
+    """Word keeps a cell's text in paragraphs, which a web page's cell seldom has: they become line breaks, so
+    that a row reads as one line of cells."""
+    if "<table" not in fragment:
+        return fragment
+    root = lxml_html.fragment_fromstring(fragment, create_parent="div")
+    for cell in root.iter("td", "th"):
+        paragraphs = [child for child in cell if child.tag == "p"]
+        for number, paragraph in enumerate(paragraphs):
+            if number:
+                paragraph.addprevious(etree.Element("br"))
+            paragraph.drop_tag()
+    return "".join(lxml_html.tostring(child, encoding="unicode") for child in root) if len(root) else root.text or ""

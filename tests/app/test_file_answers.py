@@ -1,0 +1,74 @@
+"""The shipped checkpoint answers from PDF and Word files: a Korean and an English 32-page report, whose answers
+lie past the tenth page, and a Word file whose answer is in a table, through the /answer endpoint's function
+(by web address, as a client gives one) and ``littlebird ask``; each answer with its page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from littlebird.app.asking import answer_document
+from littlebird.cli import main
+from tests.pdf_factories import branch_fact, report_pdf, word_file
+from tests.ui_support import serve_directory
+
+CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
+HARBOUR = word_file("Riverton harbour", [
+    ("p", "Riverton harbour is the port of the town of Riverton, on the estuary of the river Riv. It serves fishing "
+          "boats, ferries and small cargo ships."),
+    ("table", [("Riverton harbour", ""), ("Opened", "1871"), ("Harbour master", "Tomas Berg"), ("Berths", "14"),
+               ("Depth at low tide", "6.5 metres"), ("Lighthouse", "Old Point Light")]),
+    ("h1", "History"),
+    ("p", "The harbour was dug in the nineteenth century to replace the silted river quays. Its breakwater was "
+          "lengthened twice in the twentieth century."),
+])
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("files")
+    for language in ("en", "ko"):
+        (folder / f"report-{language}.pdf").write_bytes(report_pdf(language))
+    (folder / "harbour.docx").write_bytes(HARBOUR)
+    with serve_directory(folder) as base:
+        yield folder, base
+
+
+def _asked(base: str, name: str, question: str) -> dict:
+    payload = answer_document(f"{base}/{name}", question, checkpoint=CHECKPOINT, allow_local=True)
+    assert payload["text"][payload["start"]:payload["end"]] == payload["answer"]
+    return payload
+
+
+def test_an_english_report_answer_past_the_tenth_page(files):
+    _, base = files
+    fact = branch_fact("en", 20)  # section 21, page 23
+    payload = _asked(base, "report-en.pdf", f"Which architect designed the building of the {fact['branch']} Library?")
+    assert payload["answer"] == fact["architect"]
+    assert payload["page"] == 23 and payload["n_pages"] == 32 and payload["n_best"][0]["page"] == 23
+
+
+def test_a_korean_report_answer_past_the_tenth_page(files):
+    _, base = files
+    fact = branch_fact("ko", 15)  # section 16, page 18
+    payload = _asked(base, "report-ko.pdf", f"{fact['branch']} 도서관은 몇 년에 문을 열었는가?")
+    assert payload["answer"] == f"{fact['opened']}년"
+    assert payload["page"] == 18 and payload["n_pages"] == 32
+
+
+def test_a_word_file_answer_from_its_table(files):
+    _, base = files
+    payload = _asked(base, "harbour.docx", "When did Riverton harbour open?")
+    assert payload["answer"] == "1871" and payload["page"] is None
+    assert "Opened | 1871" in payload["text"]
+
+
+def test_ask_prints_the_answer_and_its_page(files, capsys):
+    folder, _ = files
+    fact = branch_fact("en", 20)
+    assert main(["ask", str(folder / "report-en.pdf"), f"Which architect designed the building of the "
+                 f"{fact['branch']} Library?", "--model", CHECKPOINT]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [fact["architect"], "page 23 of 32"]
+    assert lines[3].endswith("page 23")  # the n-best list gives each answer's page

@@ -1,0 +1,78 @@
+"""Word (.docx) files in: headings, lists and tables arrive as the same tag tokens as a web page's, every block
+kept; locked, old-format, damaged and bomb files are refused with a sentence."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+
+import pytest
+
+from littlebird.app.clean import clean_document
+from littlebird.app.errors import DocumentError
+from littlebird.app.fetch import fetch_document
+from littlebird.app.upload import read_upload
+from littlebird.app.word import MAX_UNZIPPED_BYTES
+from tests.app.test_clean import assert_tokens_round_trip
+from tests.pdf_factories import word_file
+from tests.qa_factories import assert_linked
+from tests.ui_support import serve_directory
+
+FLEET = word_file("Fleet report of the harbour office", [
+    ("h1", "Ships"),
+    ("p", "The harbour office keeps a list of the ships registered in the port, with their captains."),
+    ("table", [("Ship", "Captain", "Tonnage"), ("Northern Star", "Ada Lindqvist", "12,400"),
+               ("Sea Lark", "Tomas Berg", "8,150")]),
+    ("h2", "Duties"),
+    ("li", "Inspect the quay every morning."),
+    ("li", "Record the tides."),
+])
+
+
+def test_headings_lists_and_tables_become_tag_tokens_and_nothing_is_dropped():
+    document = clean_document(read_upload(FLEET, filename="fleet.docx"))
+    assert document.text.split("\n") == [
+        "Fleet report of the harbour office", "", "Ships", "",
+        "The harbour office keeps a list of the ships registered in the port, with their captains.", "",
+        "Ship | Captain | Tonnage", "Northern Star | Ada Lindqvist | 12,400", "Sea Lark | Tomas Berg | 8,150", "",
+        "Duties", "• Inspect the quay every morning.", "• Record the tides.",
+    ]
+    assert "<h1> Fleet report of the harbour office <h1> Ships <p>" in document.model_text
+    assert "<tr> <td> Sea Lark <td> Tomas Berg <td> 8,150" in document.model_text
+    assert "<h2> Duties <ul> <li> Inspect the quay" in document.model_text
+    assert [table for table, _, _ in document.table_rows] == [0, 0, 0]
+    assert not document.page_starts
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+
+
+def test_a_word_file_from_a_web_address(tmp_path):
+    (tmp_path / "fleet.docx").write_bytes(FLEET)
+    with serve_directory(tmp_path) as base:
+        document = clean_document(fetch_document(f"{base}/fleet.docx", allow_local=True))
+    assert "Northern Star | Ada Lindqvist | 12,400" in document.text
+
+
+def _zip_bomb() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"<w:document/>")
+        with archive.open("word/media/huge.bin", "w", force_zip64=True) as huge:
+            block = b"\0" * (1 << 20)
+            for _ in range(MAX_UNZIPPED_BYTES // len(block) + 10):
+                huge.write(block)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512), "protected with a password or saved in the old Word format"),
+    (FLEET[: len(FLEET) // 2], "damaged"),
+    (b"<html><body><p>A web page saved as .docx</p></body></html>", "not a Word document"),
+    (_zip_bomb(), "unpacks to 210 MB, more than the 200 MB"),
+], ids=["locked-or-doc", "truncated", "not-a-docx", "zip-bomb"])
+def test_bad_word_files_are_refused_with_a_sentence(data, message):
+    start = time.perf_counter()
+    with pytest.raises(DocumentError, match=message):
+        read_upload(data, filename="bad.docx")
+    assert time.perf_counter() - start < 10

@@ -1,0 +1,124 @@
+"""PDF and Word files end to end in headless Chromium, with the shipped checkpoint: the example PDF from the menu,
+a Korean PDF and a Word file uploaded, each answer highlighted with its page on the answer card and the page breaks
+marked in the document; a scanned PDF refused with its sentence while the app goes on answering."""
+
+from __future__ import annotations
+
+import atexit
+from pathlib import Path
+
+import pytest
+
+from littlebird.app import ui
+from littlebird.app.examples import find_example
+from tests.app.test_file_answers import HARBOUR
+from tests.browser.test_browser import CHROMIUM, browser, shown_document, wait_for_new_answer  # noqa: F401 (a fixture)
+from tests.pdf_factories import branch_fact, report_pdf, scanned_pdf
+from tests.ui_support import free_port
+
+CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
+
+
+@pytest.fixture(scope="module")
+def app_url() -> str:
+    """The app with the shipped checkpoint, served on loopback for this module."""
+    demo = ui.build_demo(CHECKPOINT)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    atexit.register(demo.close)
+    return demo.local_url
+
+
+@pytest.fixture
+def page(browser, app_url):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(app_url, wait_until="load")
+    page.locator("#lb-question textarea").wait_for(state="visible", timeout=30_000)
+    yield page
+    page.close()
+
+
+def wait_for_upload(page, name: str) -> None:
+    """Wait until the upload box holds the file ``name`` (it shows the name's stem and suffix apart)."""
+    page.wait_for_function("stem => (document.querySelector('#lb-upload')?.textContent ?? '').includes(stem)",
+                           arg=Path(name).stem, timeout=30_000)
+
+
+def upload_and_ask(page, path: Path, question: str) -> None:
+    """Upload ``path`` in the Upload tab, type ``question``, press Enter and wait for the new answer."""
+    page.get_by_role("tab", name="Upload").click()
+    clear = page.locator("#lb-upload button[aria-label=Clear]")
+    if clear.count():  # the file asked about before
+        clear.first.click()
+    page.locator("#lb-upload input[type=file]").set_input_files(str(path))
+    wait_for_upload(page, path.name)
+    box = page.locator("#lb-question textarea")
+    box.fill(question)
+    before = shown_document(page)
+    box.press("Enter")
+    wait_for_new_answer(page, before)
+
+
+def assert_answer_on_page(page, answer: str, page_number: int, n_pages: int | None) -> None:
+    assert page.locator("#lb-answer-card .lb-answer").inner_text().strip() == answer
+    assert "".join(page.locator("#lb-document mark.lb-best").all_inner_texts()) == answer
+    if n_pages is None:
+        assert page.locator("#lb-answer-card .lb-page-ref").count() == 0
+        assert page.locator("#lb-document .lb-page").count() == 0
+        return
+    assert page.locator("#lb-answer-card .lb-page-ref").inner_text() == f"page {page_number} of {n_pages}"
+    assert page.locator("#lb-document .lb-page").count() == n_pages
+    # the answer sits after its page's mark and before the next one
+    after_marks = page.evaluate("""() => {
+        const best = document.querySelector('#lb-document mark.lb-best');
+        const marks = [...document.querySelectorAll('#lb-document .lb-page')];
+        return marks.filter(m => m.compareDocumentPosition(best) & Node.DOCUMENT_POSITION_FOLLOWING)
+                    .map(m => Number(m.dataset.page));
+    }""")
+    assert max(after_marks) == page_number
+    badge = page.evaluate("""() => getComputedStyle(document.querySelector('#lb-document .lb-page'), '::before').content""")
+    assert badge.startswith('"page ')  # the style sheet draws the page number; the text holds none
+
+
+def test_the_pdf_example_from_the_menu_answers_with_its_page(page):
+    example = find_example("en-libraries-report")
+    page.locator("#lb-example input").click()
+    page.get_by_role("option", name=example.label).click()
+    page.locator("#lb-suggestions label").first.wait_for(timeout=10_000)
+    wait_for_upload(page, example.path.name)
+    before = shown_document(page)
+    page.locator("#lb-ask").click()
+    wait_for_new_answer(page, before)
+    assert_answer_on_page(page, example.questions[0].answer, 14, 32)
+
+
+def test_an_uploaded_korean_pdf_answers_past_its_tenth_page(page, tmp_path):
+    path = tmp_path / "report-ko.pdf"
+    path.write_bytes(report_pdf("ko"))
+    fact = branch_fact("ko", 15)
+    upload_and_ask(page, path, f"{fact['branch']} 도서관은 몇 년에 문을 열었는가?")
+    assert_answer_on_page(page, f"{fact['opened']}년", 18, 32)
+
+
+def test_an_uploaded_word_file_answers_from_its_table(page, tmp_path):
+    path = tmp_path / "harbour.docx"
+    path.write_bytes(HARBOUR)
+    upload_and_ask(page, path, "When did Riverton harbour open?")
+    assert_answer_on_page(page, "1871", 0, None)
+
+
+def test_a_scanned_pdf_is_refused_and_the_app_answers_the_next_file(page, tmp_path):
+    scan = tmp_path / "scan.pdf"
+    scan.write_bytes(scanned_pdf())
+    page.get_by_role("tab", name="Upload").click()
+    page.locator("#lb-upload input[type=file]").set_input_files(str(scan))
+    wait_for_upload(page, scan.name)
+    page.locator("#lb-question textarea").fill("What is on the first page?")
+    page.locator("#lb-question textarea").press("Enter")
+    page.get_by_text("OCR is not supported").first.wait_for(timeout=30_000)
+    report = tmp_path / "report-en.pdf"
+    report.write_bytes(report_pdf("en"))
+    fact = branch_fact("en", 20)
+    upload_and_ask(page, report, f"Which architect designed the building of the {fact['branch']} Library?")
+    assert_answer_on_page(page, fact["architect"], 23, 32)
