@@ -109,8 +109,10 @@ def page_count_bomb(pages: int = 1_000_000, kids: int = 100_000) -> bytes:
 
 
 def word_file(title: str, blocks: list) -> bytes:
-    """A .docx: ``title`` in Word's Title style, then each block: ("h1" | "h2" | "p" | "li", text) or
-    ("table", rows) with the first row as the header."""
+    """A .docx: ``title`` in Word's Title style, then each block: ("h1" | "h2" | "p" | "li", text),
+    ("table", rows) with the first row as the header, ("page", None) for a page break the author types, or
+    ("rendered page", text) for a paragraph that Word's last layout put at the top of a page (the mark Word
+    writes when it saves)."""
     import docx
 
     document = docx.Document()
@@ -120,6 +122,14 @@ def word_file(title: str, blocks: list) -> bytes:
             document.add_heading(content, int(kind[1]))
         elif kind == "li":
             document.add_paragraph(content, style="List Bullet")
+        elif kind == "page":
+            document.add_page_break()
+        elif kind == "rendered page":
+            from docx.oxml import OxmlElement
+
+            paragraph = document.add_paragraph()
+            paragraph.add_run()._r.append(OxmlElement("w:lastRenderedPageBreak"))
+            paragraph.add_run(content)
         elif kind == "table":
             from docx.oxml import OxmlElement
 

@@ -33,6 +33,9 @@ _ITEMS = {"item", "li"}
 _ROWS = {"row", "tr"}
 _CELLS = {"cell", "td", "th"}
 _BREAKS = {"lb", "br"}
+# Where a Word file's pages begin, as the Word reader (littlebird/app/word.py) marks them in its HTML: a
+# private-use character, honoured only in a Word file, so that no web page's text can move a page.
+PAGE_MARK = "\ue000"
 _BLOCKS = _HEADINGS | _PARAGRAPHS | _LISTS | _ITEMS | _ROWS | _CELLS | {"table", "tbody", "thead", "tfoot"}
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form",
             "button", "input", "select", "textarea", "iframe", "object", "embed", "menu", "graphic", "img"}
@@ -49,7 +52,8 @@ class Document:
     text has a tag token or separator that is not in the shown text. ``table_rows`` holds, for every
     row of every HTML table, ``(table, start, end)``: the table's number in document order and the row's
     range in the model text, from its ``<tr>`` token to the end of its last cell. ``page_starts[k]`` is where page
-    k + 1 of a PDF starts in ``text`` (empty for documents without pages).
+    k + 1 of a PDF, or of a Word file that records its page breaks, starts in ``text`` (empty for documents
+    without pages).
     """
 
     text: str
@@ -85,8 +89,11 @@ class _Writer:
     fixed shown text and copies ranges of it into the model text (``mapped``).
     """
 
-    def __init__(self, shown: str = ""):
+    def __init__(self, shown: str = "", page_mark: str | None = None):
         self.source = shown  # the fixed shown text of plain documents
+        self.page_mark = page_mark  # a character the source puts where a page begins (a Word file's)
+        self.page_pending = False
+        self.page_breaks: list[int] = []  # where each marked page begins in the shown text
         self.shown: list[str] = [shown] if shown else []
         self.shown_len = len(shown)
         self.trailing_newlines = 0
@@ -128,8 +135,14 @@ class _Writer:
         self.block_has_text = False
 
     def inline(self, fragment: str | None) -> None:
-        """Add running text of the current element, collapsing whitespace as a browser does."""
+        """Add running text of the current element, collapsing whitespace as a browser does. A page mark in it
+        is no text: the next word starts a page."""
         if not fragment:
+            return
+        if self.page_mark and self.page_mark in fragment:
+            for number, piece in enumerate(fragment.split(self.page_mark)):
+                self.page_pending = self.page_pending or number > 0
+                self.inline(piece)
             return
         for match in re.finditer(r"(\s+)|(\S+)", fragment):
             if match.group(1):
@@ -140,6 +153,9 @@ class _Writer:
             elif self.pending_space or self.trailing_newlines or not self.block_has_text:
                 self._model_separator()  # a line break or a new block: words must not run together
             self.pending_space = False
+            if self.page_pending:
+                self.page_breaks.append(self.shown_len)
+                self.page_pending = False
             self._shared(match.group(2))
             self.block_has_text = True
 
@@ -223,10 +239,10 @@ class _HtmlWalker:
     @staticmethod
     def _has_direct_text(element) -> bool:
         """A container such as <div> gets a <p> only if it holds text itself or in inline children, not just blocks."""
-        if element.text and element.text.strip():
+        if _shows_text(element.text):
             return True
         for child in element:
-            if child.tail and child.tail.strip():
+            if _shows_text(child.tail):
                 return True
             name = _local_name(child)
             if name and name not in _BLOCKS and name not in _SKIPPED and _HtmlWalker._has_direct_text(child):
@@ -289,6 +305,11 @@ class _HtmlWalker:
                 self._block(cell, "<th>" if is_head else "<td>")
             self.w.table_rows.append((table, row_start, len(self.w.map)))
         self.w.ensure_break(2)
+
+
+def _shows_text(fragment: str | None) -> bool:
+    """Whether ``fragment`` holds a character to show (a page mark is none)."""
+    return bool(fragment) and bool(fragment.replace(PAGE_MARK, "").strip())
 
 
 def _nearest_table(element):
@@ -381,7 +402,7 @@ def _write_html(text: str, *, whole: bool = False) -> tuple[_Writer, str | None]
     if body is None:
         body, fallback_title = _fallback_body(text)
         title = title or fallback_title
-    writer = _Writer()
+    writer = _Writer(page_mark=PAGE_MARK if whole else None)
     if body is None:
         return writer, title
     walker = _HtmlWalker(writer)
@@ -489,6 +510,8 @@ def clean_document(raw: RawDocument) -> Document:
         (writer, page_starts), title = _write_blocks(raw.blocks, raw.n_pages), raw.title
     elif raw.is_html:
         writer, title = _write_html(source_text, whole=raw.whole)
+        if writer.page_breaks:  # a Word file with page breaks: each page starts where its first word does
+            page_starts = [0] + sorted({b for b in writer.page_breaks if b > 0})
     else:
         writer, title = _write_plain(source_text), None
     text, model_text, model_to_text = writer.finish()

@@ -1,6 +1,7 @@
 """The shipped checkpoint answers from PDF and Word files: a Korean and an English 32-page report, whose answers
 lie past the tenth page, and a Word file whose answer is in a table, through the /answer endpoint's function
-(by web address, as a client gives one) and ``littlebird ask``; each answer with its page."""
+(by web address, as a client gives one) and ``littlebird ask``; each answer with its page (the Word file's from
+the page break before its table)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa
 HARBOUR = word_file("Riverton harbour", [
     ("p", "Riverton harbour is the port of the town of Riverton, on the estuary of the river Riv. It serves fishing "
           "boats, ferries and small cargo ships."),
+    ("page", None),
     ("table", [("Riverton harbour", ""), ("Opened", "1871"), ("Harbour master", "Tomas Berg"), ("Berths", "14"),
                ("Depth at low tide", "6.5 metres"), ("Lighthouse", "Old Point Light")]),
     ("h1", "History"),
@@ -60,7 +62,7 @@ def test_a_korean_report_answer_past_the_tenth_page(files):
 def test_a_word_file_answer_from_its_table(files):
     _, base = files
     payload = _asked(base, "harbour.docx", "When did Riverton harbour open?")
-    assert payload["answer"] == "1871" and payload["page"] is None
+    assert payload["answer"] == "1871" and payload["page"] == 2 and payload["n_pages"] == 2
     assert "Opened | 1871" in payload["text"]
 
 

@@ -47,6 +47,33 @@ def test_headings_lists_and_tables_become_tag_tokens_and_nothing_is_dropped():
     assert_tokens_round_trip(document)
 
 
+def test_a_word_files_pages_come_from_its_page_breaks_and_words_last_layout():
+    data = word_file("Harbour", [
+        ("p", "Page one tells of the harbour."),
+        ("page", None),                                    # a break the author typed
+        ("p", "Page two tells of the quays."),
+        ("rendered page", "Page three tells of the ships."),  # where Word's last layout began a page
+        ("table", [("Ship", "Captain"), ("Sea Lark", "Tomas Berg")]),
+    ])
+    document = clean_document(read_upload(data, filename="harbour.docx"))
+    assert [document.text[start:].split("\n")[0] for start in document.page_starts] == [
+        "Harbour", "Page two tells of the quays.", "Page three tells of the ships."]
+    assert document.page_of(document.text.index("Tomas Berg")) == 3
+    assert document.page_of(document.text.index("quays")) == 2
+    assert "\ue000" not in document.text and "\ue000" not in document.model_text
+    assert "<p> Page one tells of the harbour. <p> Page two" in document.model_text  # no empty block for a break
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+
+
+def test_a_private_use_character_in_a_web_page_is_text_not_a_page():
+    from littlebird.app.decode import RawDocument
+
+    page = "<html><body><p>Icons \ue000 stay</p><p>as they are.</p></body></html>"
+    document = clean_document(RawDocument(page, True, "page.html", "utf-8"))
+    assert not document.page_starts and "\ue000" in document.text
+
+
 def test_a_word_file_from_a_web_address(tmp_path):
     (tmp_path / "fleet.docx").write_bytes(FLEET)
     with serve_directory(tmp_path) as base:

@@ -105,7 +105,7 @@ def test_an_uploaded_word_file_answers_from_its_table(page, tmp_path):
     path = tmp_path / "harbour.docx"
     path.write_bytes(HARBOUR)
     upload_and_ask(page, path, "When did Riverton harbour open?")
-    assert_answer_on_page(page, "1871", 0, None)
+    assert_answer_on_page(page, "1871", 2, 2)
 
 
 def test_a_scanned_pdf_is_refused_and_the_app_answers_the_next_file(page, tmp_path):
