@@ -50,10 +50,8 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # MIN_WINDOWS_BEFORE_STOP windows are read and one of them is answerable with at least DEFAULT_STOP_CONFIDENCE
 # (the sigmoid of its answerable logit; a later, lower-ranked window then rarely wins), or once
 # MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with DEFAULT_GIVE_UP_BELOW (the best-matching
-# parts show no sign of the answer, as most windows of an unrelated article). Against reading every window
-# (docs/training-log.md, 2026-11-27), up to 10 with both rules reads 5.1 windows
-# a question on whole English articles for +0.2 F1, 2.3 on Korean pages and 5.3 on the long English file for
-# the same F1; the best 5 without them read 5 for -0.8 and -2.0. A window costs 0.3-0.55 s on 2 cores.
+# parts show no sign of the answer, as most windows of an unrelated article). The rules read about half the
+# windows for the F1 of reading them all; docs/evaluation.md ("How many windows to read") has the measurements.
 DEFAULT_MAX_WINDOWS = 10
 DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
@@ -62,8 +60,8 @@ MIN_WINDOWS_BEFORE_GIVING_UP = 3
 # Glimpses (``glimpse_tokens``): of a document with more than GLIMPSE_ABOVE ranked windows, the model first reads a
 # short glimpse of each (GLIMPSE_TOKENS input tokens around the window's best-matching chunk), then reads in full, in
 # turn and under the stop rules, at most the GLIMPSE_KEEP windows that the glimpses and BM25 together find likeliest to
-# hold the answer: ten windows for the cost of at most five and a half (ten glimpses cost about 1.4 windows), within a
-# point of reading them in turn on the dev files but English page-shaped ones (-1.6; docs/evaluation.md).
+# hold the answer: ten windows for the cost of about five and a half; docs/evaluation.md and docs/performance.md
+# have its F1 and its time against reading them in turn.
 GLIMPSE_ABOVE = 4
 GLIMPSE_KEEP = 4
 GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an eighth of a default window
