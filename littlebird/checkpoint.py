@@ -10,12 +10,12 @@ Loading is done here, not in the modeling file, which only models. A compact che
 through any of:
 
 - :func:`load_qa_model`, which also loads the teacher and the baselines;
-- ``AutoModelForQuestionAnswering.from_pretrained`` / ``AutoModel.from_pretrained`` after
-  ``import littlebird``;
+- ``AutoModelForQuestionAnswering.from_pretrained`` / ``AutoModel.from_pretrained`` once this module is
+  imported (``littlebird.register()``, or reaching any model name of ``littlebird``);
 - ``littlebird.LittleBirdForQuestionAnswering.from_pretrained`` / ``littlebird.LittleBirdModel``.
 
 The last two are the classes below: the modeling classes plus :class:`RebuildsWordEmbeddings`, under
-the same names, and what ``littlebird`` exports and registers with the Auto classes. The bare classes of
+the same names, and what ``littlebird`` exports and this module registers with the Auto classes. The bare classes of
 :mod:`littlebird.modeling_littlebird` load full checkpoints; on a compact one their loading report
 lists the word embeddings as missing (newly initialised).
 """
@@ -192,3 +192,17 @@ def is_hub_id(checkpoint: str | Path) -> bool:
     form "name" or "owner/name"."""
     text = str(checkpoint)
     return not Path(text).exists() and re.fullmatch(r"[\w][\w.-]*(/[\w][\w.-]*)?", text) is not None
+
+
+def _register_auto_classes() -> None:
+    """LittleBird in transformers' Auto classes, with the compact-loading classes above."""
+    from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
+
+    from .configuration_littlebird import LittleBirdConfig
+
+    AutoConfig.register(LittleBirdConfig.model_type, LittleBirdConfig, exist_ok=True)
+    AutoModel.register(LittleBirdConfig, LittleBirdModel, exist_ok=True)
+    AutoModelForQuestionAnswering.register(LittleBirdConfig, LittleBirdForQuestionAnswering, exist_ok=True)
+
+
+_register_auto_classes()

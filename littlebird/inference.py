@@ -86,6 +86,7 @@ def optimize_for_cpu(model: nn.Module, mode: str = "auto", *, inplace: bool = Fa
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, BF16Linear(child))
         model.save_pretrained = _refuse_to_save  # shadows the class's method on this instance only
+    model.littlebird_cpu_mode = mode  # so that the reader (littlebird.reader.prepare_model) converts it once
     return model
 
 

@@ -40,11 +40,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from .reading_defaults import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 from .vocabulary import QUESTION_TOKEN, neutralize_special_strings
 from .window_ranking import best_chunk_centres, glimpse_choice, order_by_score, window_scores
 
 MAX_QUESTION_TOKENS = 64  # what training has always shown the models; SQuAD questions average ~15
-DEFAULT_MAX_LENGTH = 1024
 WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room for any answer (<= 30 tokens)
 # Windows the model reads of a long document, at most, best-ranked first, and when it stops before them: once
 # MIN_WINDOWS_BEFORE_STOP windows are read and one of them is answerable with at least DEFAULT_STOP_CONFIDENCE
@@ -52,7 +52,6 @@ WINDOW_OVERLAP = 128  # tokens two neighbouring windows share by default: room f
 # MIN_WINDOWS_BEFORE_GIVING_UP are read and none is answerable with DEFAULT_GIVE_UP_BELOW (the best-matching
 # parts show no sign of the answer, as most windows of an unrelated article). The rules read about half the
 # windows for the F1 of reading them all; docs/evaluation.md ("How many windows to read") has the measurements.
-DEFAULT_MAX_WINDOWS = 10
 DEFAULT_STOP_CONFIDENCE = 0.9
 MIN_WINDOWS_BEFORE_STOP = 2
 DEFAULT_GIVE_UP_BELOW = 0.05
@@ -766,87 +765,178 @@ def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], que
     return np.asarray(seen.answerable_logits, dtype=np.float64)
 
 
-def read(question: str, text: str, *, model, tokenizer, model_text: str | None = None, model_to_text=None,
-         max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
-         max_answer_length: int = MAX_ANSWER_LENGTH, top_k_starts: int = TOP_K_STARTS,
-         no_answer_threshold: float = 0.5, tidy: Tidy | None = None, window_batch_size: int = 1,
+@dataclass(frozen=True)
+class ReadingOptions:
+    """How :func:`read` reads a question: the windows, how many are read and when it stops, the glimpses,
+    the decoding, and how the model runs. Every caller (the app's settings, ``littlebird ask`` and
+    ``evaluate``, the benchmarks) sets the reading through one of these; an invalid field raises a
+    ``ValueError`` that names it."""
+
+    max_length: int | None = DEFAULT_MAX_LENGTH
+    """Window length in tokens, the question's prefix included (at least 8), capped by the model's positions;
+    None reads the whole document in one pass (LittleBird is linear in length)."""
+    stride: int | None = None
+    """At most this many tokens between window starts (at least 1); None: :func:`default_stride`, the window
+    less :data:`WINDOW_OVERLAP` tokens."""
+    max_windows: int | None = DEFAULT_MAX_WINDOWS
+    """Of a document that needs more windows, the model reads at most this many (at least 1), the ones the
+    lexical first pass ranks best (:func:`first_pass`); None reads every window."""
+    stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE
+    """In (0, 1]: the rest of the ranked windows are left unread once :data:`MIN_WINDOWS_BEFORE_STOP` windows
+    are read and one of them is answerable with at least this probability (``Reading.stopped`` "found").
+    None turns the rule off. Needs ``rank_windows`` and ``max_windows``."""
+    give_up_below: float | None = DEFAULT_GIVE_UP_BELOW
+    """In [0, 1): the rest of the ranked windows are left unread once :data:`MIN_WINDOWS_BEFORE_GIVING_UP`
+    windows are read and none is answerable with this probability ("nothing found"). None turns the rule off."""
+    glimpse_tokens: int | None = GLIMPSE_TOKENS
+    """Of a document with more than :data:`GLIMPSE_ABOVE` ranked windows to read, the model first reads a
+    glimpse of each: this many input tokens (at least 8; the question's prefix and the document tokens around
+    the window's best-matching chunk, all glimpses in one batch), then reads in full, in turn and under the stop
+    rules, at most ``glimpse_keep`` windows that the glimpses' answerable logits and BM25 together find likeliest
+    to hold the answer (:func:`littlebird.window_ranking.glimpse_choice`). ``Reading.stopped`` is then
+    "glimpsed" unless a stop rule or the time ended the reading. None: no glimpses, the windows are read in turn.
+    Needs ``rank_windows`` and ``max_windows``."""
+    glimpse_keep: int = GLIMPSE_KEEP
+    """Windows read in full after the glimpses (at least 1)."""
+    time_budget: float | None = None
+    """Seconds (at least 0) from the call after which no further window is started; the first window is always
+    read. None: unbounded, as the evaluation reads."""
+    rank_windows: bool = True
+    """Compare spans of different windows by log p(span | window) plus the window's answerable logit
+    (:func:`window_offsets`); False compares the raw logits (the rule before)."""
+    lexical_prior: float = 0.0
+    """With ``rank_windows``: add this times each window's first-pass (BM25) score over the document's best
+    window's, so the words the question shares with a window count in the choice among windows too (at least 0;
+    0: the model's choice alone)."""
+    n_best: int = DEFAULT_N_BEST
+    """Answers returned, best first (at least 1)."""
+    max_answer_length: int = MAX_ANSWER_LENGTH
+    """Longest answer in tokens (at least 1)."""
+    top_k_starts: int = TOP_K_STARTS
+    """Start positions per window whose ends are decoded (at least 1)."""
+    no_answer_threshold: float = DEFAULT_NO_ANSWER_THRESHOLD
+    """In [0, 1]: below this answerable probability (the sigmoid of the best window's answerable logit) the
+    reading says "no answer" (``Reading.no_answer``); its answers are kept as guesses."""
+    window_batch_size: int = 1
+    """Windows per model call (at least 1)."""
+    threads: int | None = None
+    """CPU threads for the model (at least 1), set process-wide with ``torch.set_num_threads`` when the reading
+    starts; None leaves the process's setting."""
+    cpu_mode: str | None = None
+    """On CPU, the precision of the model's linear layers (:mod:`littlebird.inference`): "fp32", "bf16-linear" or
+    "auto" (bf16-linear where the CPU has bf16 units). The model is converted in place before its first reading
+    and keeps the mode; a model converted to another mode is refused. None: the model runs as given."""
+
+    def __post_init__(self) -> None:
+        _at_least(self, "max_length", 8, optional=True)
+        _at_least(self, "stride", 1, optional=True)
+        _at_least(self, "max_windows", 1, optional=True)
+        _within(self, "stop_confidence", 0.0, 1.0, "in (0, 1]", low_open=True)
+        _within(self, "give_up_below", 0.0, 1.0, "in [0, 1)", high_open=True)
+        _at_least(self, "glimpse_tokens", 8, optional=True)
+        _at_least(self, "glimpse_keep", 1)
+        _at_least(self, "time_budget", 0, optional=True)
+        _at_least(self, "lexical_prior", 0)
+        _at_least(self, "n_best", 1)
+        _at_least(self, "max_answer_length", 1)
+        _at_least(self, "top_k_starts", 1)
+        _within(self, "no_answer_threshold", 0.0, 1.0, "in [0, 1]", optional=False)
+        _at_least(self, "window_batch_size", 1)
+        _at_least(self, "threads", 1, optional=True)
+        if not isinstance(self.rank_windows, bool):
+            raise ValueError(f"rank_windows is True or False, not {self.rank_windows!r}")
+        if self.cpu_mode is not None and self.cpu_mode not in ("fp32", "bf16-linear", "auto"):
+            raise ValueError(f"cpu_mode is fp32, bf16-linear, auto or None, not {self.cpu_mode!r}")
+
+
+def _number(options: ReadingOptions, name: str, optional: bool) -> float | None:
+    """``options.name``, checked to be a number (or None where ``optional``)."""
+    value = getattr(options, name)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} is a number{' or None' if optional else ''}, not {value!r}")
+    return value
+
+
+def _at_least(options: ReadingOptions, name: str, low: float, *, optional: bool = False) -> None:
+    value = _number(options, name, optional)
+    if value is not None and value < low:
+        raise ValueError(f"{name} must be at least {low}{' (or None)' if optional else ''}, got {value!r}")
+
+
+def _within(options: ReadingOptions, name: str, low: float, high: float, rule: str, *, optional: bool = True,
+            low_open: bool = False, high_open: bool = False) -> None:
+    value = _number(options, name, optional)
+    if value is None:
+        return
+    if value < low or value > high or (low_open and value == low) or (high_open and value == high):
+        raise ValueError(f"{name} must be {rule}{' (or None)' if optional else ''}, got {value!r}")
+
+
+DEFAULT_READING = ReadingOptions()
+
+
+def prepare_model(model, options: ReadingOptions) -> None:
+    """Set the threads and the CPU mode ``options`` ask for: see :class:`ReadingOptions`."""
+    if options.threads is not None and torch.get_num_threads() != options.threads:
+        torch.set_num_threads(options.threads)
+    if options.cpu_mode is None or model is None or model_device(model).type != "cpu":
+        return
+    from .inference import optimize_for_cpu, resolve_cpu_mode
+
+    wanted = resolve_cpu_mode(options.cpu_mode)
+    current = getattr(model, "littlebird_cpu_mode", "fp32")
+    if current == wanted:
+        return
+    if current != "fp32":
+        raise ValueError(f"cpu_mode {options.cpu_mode!r} asks for {wanted}, but the model was converted to "
+                         f"{current}; load it again to read in another mode")
+    optimize_for_cpu(model, wanted, inplace=True)
+
+
+def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions = DEFAULT_READING,
+         model_text: str | None = None, model_to_text=None, tidy: Tidy | None = None,
          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-         time_budget: float | None = None, on_window: Callable[[int, int], None] | None = None,
-         should_stop: Callable[[], bool] | None = None, rank_windows: bool = True,
-         max_windows: int | None = DEFAULT_MAX_WINDOWS, lexical_prior: float = 0.0,
-         stop_confidence: float | None = DEFAULT_STOP_CONFIDENCE,
-         give_up_below: float | None = DEFAULT_GIVE_UP_BELOW, glimpse_tokens: int | None = GLIMPSE_TOKENS,
-         glimpse_keep: int = GLIMPSE_KEEP) -> Reading:
+         on_window: Callable[[int, int], None] | None = None,
+         should_stop: Callable[[], bool] | None = None) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
+
+    ``options`` (:class:`ReadingOptions`) is the one way to set the reading: the windows, how many are read and
+    when the reading stops, the glimpses, the decoding, the threads and the CPU mode; each field's docstring says
+    what it does.
 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
     character ``i`` is ``text[model_to_text[i]]`` or an inserted tag (-1). Answers are spans of
-    ``text``. ``max_length``: window length in tokens (None: the whole document in one pass),
-    capped by the model's positions; ``stride``: at most this many tokens between window starts
-    (default :func:`default_stride`). ``tidy(text, start, end)`` narrows each candidate span (e.g.
+    ``text``. ``tidy(text, start, end)`` narrows each candidate span (e.g.
     :func:`littlebird.answer_text.tidy_answer_span`). ``attention_summary(window, best_answer)``,
     if given, receives the best answer's window with the model's attention weights, and its
     result is returned as ``Reading.attention``. A document without text gives no answers and no
     windows.
 
-    ``max_windows``: of a document that needs more windows, the model reads only this many, the
-    ones the lexical first pass ranks best (:func:`first_pass`; None: every window). Windows
-    are read in that order, best first, and ``Reading.window_token_spans`` lists them so;
+    Windows are read best-ranked first, and ``Reading.window_token_spans`` lists them so;
     ``Reading.windows`` lists every window in document order with its first-pass rank and, for
-    those read, the answerable logit and best span score the answers were chosen by.
-
-    ``time_budget``: seconds from the call after which no further window is started (None:
-    unbounded, as the evaluation reads). The first window is always read; when the budget or
-    ``max_windows`` leaves windows unread, the answers come from the windows read,
+    those read, the answerable logit and best span score the answers were chosen by. When the time budget
+    or ``max_windows`` leaves windows unread, the answers come from the windows read,
     ``Reading.n_windows`` is below ``Reading.windows_planned`` and ``Reading.note`` says how much
     was read. ``on_window(done, total)`` is called after each model call, for progress bars.
 
     ``should_stop()``, when given, is asked before each model call (each window, and the rerun
     for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
     so a question nobody waits for any more frees the machine after the window in progress.
-
-    ``stop_confidence``, ``give_up_below``: with ``rank_windows`` and ``max_windows``, the rest of the
-    ranked windows are not read once :data:`MIN_WINDOWS_BEFORE_STOP` windows are read and one of them is
-    answerable with at least ``stop_confidence`` (``Reading.stopped`` "found"), or once
-    :data:`MIN_WINDOWS_BEFORE_GIVING_UP` are read and none is answerable with ``give_up_below``
-    ("nothing found"). None turns a rule off; with both off the reader reads all ``max_windows``.
-
-    ``rank_windows``: compare spans of different windows by log p(span | window) plus the window's
-    answerable logit (:func:`window_offsets`); False compares the raw logits (the rule before).
-    ``lexical_prior``: with ``rank_windows``, add ``lexical_prior`` times each window's first-pass
-    (BM25) score over the document's best window's, so the words the question shares with a window
-    count in the choice among windows too (0: the model's choice alone).
-
-    ``glimpse_tokens``: with ``rank_windows`` and ``max_windows``, of a document with more than
-    :data:`GLIMPSE_ABOVE` ranked windows to read, the model first reads a glimpse of each, ``glimpse_tokens``
-    input tokens (the question's prefix and the document tokens around the window's best-matching chunk, all
-    glimpses in one batch), then reads in full, in turn and under the stop rules, at most the ``glimpse_keep``
-    windows the choice among glimpsed windows finds likeliest to hold the answer
-    (:func:`littlebird.window_ranking.glimpse_choice`: their glimpses' answerable logits and their BM25 scores and
-    ranks; ties: the first pass's order), and answers from those. ``Reading.stopped`` is then "found" or
-    "nothing found" where a stop rule ended the reading, None where the time ran out, else "glimpsed", and each
-    glimpsed window's record holds its glimpse's logit. None: no glimpses, the windows are read in turn.
     """
-    if (max_length is not None and max_length < 8) or (stride is not None and stride < 1) or n_best < 1 \
-            or max_answer_length < 1 or top_k_starts < 1 or (max_windows is not None and max_windows < 1) \
-            or (stop_confidence is not None and not 0.0 < stop_confidence <= 1.0) \
-            or (give_up_below is not None and not 0.0 <= give_up_below < 1.0) \
-            or (glimpse_tokens is not None and glimpse_tokens < 8) or glimpse_keep < 1:
-        raise ValueError(f"need max_length >= 8 or None, stride >= 1 or None, n_best >= 1, max_answer_length >= 1, "
-                         f"top_k_starts >= 1, max_windows >= 1 or None, 0 < stop_confidence <= 1 or None, "
-                         f"0 <= give_up_below < 1 or None, glimpse_tokens >= 8 or None, glimpse_keep >= 1; got {max_length}, {stride}, "
-                         f"{n_best}, {max_answer_length}, {top_k_starts}, {max_windows}, {stop_confidence}, {give_up_below}, "
-                         f"{glimpse_tokens}, {glimpse_keep}")
+    o = options
+    prepare_model(model, o)
     clock = time.perf_counter()
-    deadline = None if time_budget is None else time.monotonic() + max(0.0, time_budget)
-    max_length = window_length(model, max_length)
+    deadline = None if o.time_budget is None else time.monotonic() + max(0.0, o.time_budget)
+    max_length = window_length(model, o.max_length)
     ids = special_ids(tokenizer, model)
     encoded = encode_text(text if model_text is None else model_text, tokenizer, text=text, model_to_text=model_to_text)
     question_ids = tokenize_questions([question], tokenizer)[0]
     prefix = question_prefix(question_ids, ids, max_length)
     n_tokens = len(encoded.input_ids)
     capacity = window_capacity(n_tokens, len(prefix), max_length)
-    stride = default_stride(max_length or capacity) if stride is None else stride
+    stride = default_stride(max_length or capacity) if o.stride is None else o.stride
     every_start = window_starts(n_tokens, capacity, stride)
     timings = {"tokenize": time.perf_counter() - clock}
     if n_tokens == 0 or (encoded.spans[:, 0] < 0).all():
@@ -856,30 +946,30 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     clock = time.perf_counter()
     ranked, lexical = first_pass(question_ids[: question_cap(max_length)], encoded.input_ids, every_start, capacity,
                                  tokenizer)
-    order = ranked if max_windows is None else ranked[:max_windows]
+    order = ranked if o.max_windows is None else ranked[:o.max_windows]
     starts = [every_start[i] for i in order]
     prior = None
-    if lexical_prior and rank_windows and lexical is not None:
-        prior = lexical_prior * lexical[order] / max(float(lexical.max()), 1e-9)
+    if o.lexical_prior and o.rank_windows and lexical is not None:
+        prior = o.lexical_prior * lexical[order] / max(float(lexical.max()), 1e-9)
     timings["rank"] = time.perf_counter() - clock
     glimpses = None
-    if glimpse_tokens is not None and rank_windows and max_windows is not None and len(order) > GLIMPSE_ABOVE:
+    if o.glimpse_tokens is not None and o.rank_windows and o.max_windows is not None and len(order) > GLIMPSE_ABOVE:
         clock = time.perf_counter()
         seen = glimpse_logits(model, tokenizer, ids, prefix, question_ids[: question_cap(max_length)], encoded.input_ids,
-                              starts, capacity, glimpse_tokens, top_k_starts=top_k_starts,
-                              max_answer_length=max_answer_length, should_stop=should_stop)
+                              starts, capacity, o.glimpse_tokens, top_k_starts=o.top_k_starts,
+                              max_answer_length=o.max_answer_length, should_stop=should_stop)
         glimpses = {window: float(logit) for window, logit in zip(order, seen)}
-        keep = order_by_score(glimpse_choice(seen, lexical[order] / max(float(lexical.max()), 1e-9)))[:glimpse_keep]
+        keep = order_by_score(glimpse_choice(seen, lexical[order] / max(float(lexical.max()), 1e-9)))[:o.glimpse_keep]
         order, starts = [order[i] for i in keep], [starts[i] for i in keep]
         prior = None if prior is None else prior[keep]
         timings["glimpse"] = time.perf_counter() - clock
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
     enough = None
-    if rank_windows and max_windows is not None and (stop_confidence is not None or give_up_below is not None):
-        enough = lambda so_far: stop_reason(so_far, stop_confidence, give_up_below) is not None  # noqa: E731
-    logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(top_k_starts, input_ids.shape[1]),
-                         max_answer_length=max_answer_length, batch_size=max(1, window_batch_size),
+    if o.rank_windows and o.max_windows is not None and (o.stop_confidence is not None or o.give_up_below is not None):
+        enough = lambda so_far: stop_reason(so_far, o.stop_confidence, o.give_up_below) is not None  # noqa: E731
+    logits = run_windows(model, input_ids, attention_mask, top_k_starts=min(o.top_k_starts, input_ids.shape[1]),
+                         max_answer_length=o.max_answer_length, batch_size=max(1, o.window_batch_size),
                          deadline=deadline, on_window=on_window, should_stop=should_stop, enough=enough)
     timings["model"] = time.perf_counter() - clock
     planned, starts = len(every_start), starts[: len(logits.answerable_logits)]
@@ -887,23 +977,23 @@ def read(question: str, text: str, *, model, tokenizer, model_text: str | None =
     clock = time.perf_counter()
     scored = scored_spans(logits, encoded.spans, len(prefix), starts,
                           end_depends_on_start=getattr(model, "end_depends_on_start", True),
-                          rank_windows=rank_windows, window_prior=prior)
-    answers = merge_candidates(scored.top(n_best * _CANDIDATES_PER_ANSWER), text, n_best, tidy)
+                          rank_windows=o.rank_windows, window_prior=prior)
+    answers = merge_candidates(scored.top(o.n_best * _CANDIDATES_PER_ANSWER), text, o.n_best, tidy)
     answerable = float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
     timings["decode"] = time.perf_counter() - clock
     stopped = None
     if enough is not None and len(starts) < len(order):
-        stopped = stop_reason(logits, stop_confidence, give_up_below)
+        stopped = stop_reason(logits, o.stop_confidence, o.give_up_below)
     timed_out = len(starts) < len(order) and stopped is None
     if glimpses is not None and stopped is None and not timed_out:
         stopped = "glimpsed"
-    reading = Reading(answers, answerable, not answers or answerable < no_answer_threshold, n_tokens,
+    reading = Reading(answers, answerable, not answers or answerable < o.no_answer_threshold, n_tokens,
                       [(s, min(s + capacity, n_tokens)) for s in starts], len(prefix), timings, windows_planned=planned,
                       stopped=stopped, windows=window_records(every_start, capacity, n_tokens, ranked, lexical, order,
                                                               logits.answerable_logits, scored.best_per_window(),
                                                               glimpses))
     if len(starts) < planned:
-        reading.note = reading_note(reading, timed_out=timed_out, time_budget=time_budget)
+        reading.note = reading_note(reading, timed_out=timed_out, time_budget=o.time_budget)
     if attention_summary is not None:
         _check(should_stop)
         clock = time.perf_counter()

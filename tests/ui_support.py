@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -108,14 +108,14 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
     reads all the windows it plans (no early stop, found or not), so it lasts as long as a test
     counts on whatever the tiny model's answerable head says.
     """
-    from littlebird.reader import ReadingStopped, read
+    from littlebird.reader import DEFAULT_READING, ReadingStopped, read
 
     readings: list[WatchedReading] = []
 
-    def watched_read(question, text, **options):
+    def watched_read(question, text, *, options=DEFAULT_READING, **arguments):
         reading = WatchedReading(question, time.monotonic())
         readings.append(reading)
-        report = options.get("on_window")
+        report = arguments.get("on_window")
 
         def on_window(done, total):
             reading.windows_read, reading.windows_planned = done, total
@@ -125,8 +125,8 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
                 report(done, total)
 
         try:
-            result = read(question, text, **{**options, "on_window": on_window, "stop_confidence": None,
-                                               "give_up_below": None})
+            result = read(question, text, **{**arguments, "on_window": on_window},
+                          options=replace(options, stop_confidence=None, give_up_below=None))
             reading.outcome = "answered"
             return result
         except ReadingStopped:

@@ -29,36 +29,29 @@ from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import WARM_QUESTION, WARM_SENTENCE, QAResult, answer_question
 from littlebird.modeling_littlebird import attention_weights_dtype
-from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, WindowRecord,
-                               window_attention, window_layout)
+from littlebird.reader import (Answer, ReadingOptions, WindowAttention, WindowRecord, window_attention,
+                               window_layout)
 
 MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
 MAX_WINDOWS_CHOICES = (1, 64)  # the settings slider's range: windows the model reads per question
-DEFAULT_N_BEST = 5
-DEFAULT_THRESHOLD = 0.5
+N_BEST_CHOICES = (1, 20)
+DEFAULT_APP_READING = ReadingOptions()
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings panel's values."""
+    """The settings panel's values: the checkpoint, and the reading within the sliders' ranges. The time
+    budget comes from the limits (``app.limits``) when a question is asked."""
 
     checkpoint: str | None = None
-    max_length: int = DEFAULT_MAX_LENGTH
-    n_best: int = DEFAULT_N_BEST
-    no_answer_threshold: float = DEFAULT_THRESHOLD
-    max_windows: int = DEFAULT_MAX_WINDOWS
+    reading: ReadingOptions = DEFAULT_APP_READING
 
     def __post_init__(self):
-        low, high = MAX_LENGTH_CHOICES
-        if not low <= self.max_length <= high:
-            raise ValueError(f"max_length must be within {low}..{high} tokens, got {self.max_length}")
-        low, high = MAX_WINDOWS_CHOICES
-        if not low <= self.max_windows <= high:
-            raise ValueError(f"max_windows must be within {low}..{high}, got {self.max_windows}")
-        if not 1 <= self.n_best <= 20:
-            raise ValueError(f"n_best must be within 1..20, got {self.n_best}")
-        if not 0.0 <= self.no_answer_threshold <= 1.0:
-            raise ValueError(f"no_answer_threshold must be within 0..1, got {self.no_answer_threshold}")
+        for name, (low, high) in (("max_length", MAX_LENGTH_CHOICES), ("max_windows", MAX_WINDOWS_CHOICES),
+                                  ("n_best", N_BEST_CHOICES)):
+            value = getattr(self.reading, name)
+            if value is None or not low <= value <= high:
+                raise ValueError(f"{name} must be within {low}..{high}, got {value}")
 
 
 _ON_ZERO_GPU = False  # set by _gpu_task: run_qa then runs in a worker process, where callbacks do not reach the page
@@ -88,12 +81,9 @@ def run_qa(
     ZeroGPU this runs in a worker process whose result is sent back to the app.
     """
     limits = Limits.from_environment() if limits is None else limits
-    return answer_question(
-        document, question, model=loaded.model, tokenizer=loaded.tokenizer, max_length=settings.max_length,
-        n_best=settings.n_best, no_answer_threshold=settings.no_answer_threshold, max_windows=settings.max_windows,
-        max_tokens=limits.max_tokens, time_budget=limits.question_seconds, on_window=on_window,
-        should_stop=should_stop,
-    )  # fmt: skip
+    return answer_question(document, question, model=loaded.model, tokenizer=loaded.tokenizer,
+                           options=replace(settings.reading, time_budget=limits.question_seconds),
+                           max_tokens=limits.max_tokens, on_window=on_window, should_stop=should_stop)
 
 
 @dataclass(frozen=True)
@@ -121,7 +111,7 @@ class ExplorerTarget:
         result = view.result
         if not any(w.read is not None for w in result.windows):
             return None
-        target = cls(view.document, question, settings.checkpoint, settings.max_length, tuple(result.windows),
+        target = cls(view.document, question, settings.checkpoint, settings.reading.max_length, tuple(result.windows),
                      tuple(result.answers), window=0, answer=None, no_answer=result.no_answer)
         return target.aimed("answer:0" if result.answers else f"window:{target._window_read(0)}")
 

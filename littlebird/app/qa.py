@@ -14,7 +14,7 @@ from littlebird.app.clean import Document
 from littlebird.app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
-from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, Answer, WindowAttention, WindowRecord, encode_text,
+from littlebird.reader import (DEFAULT_READING, Answer, ReadingOptions, WindowAttention, WindowRecord, encode_text,
                                model_device, read)
 
 __all__ = ["Answer", "QAResult", "answer_question", "answer_with_attention"]
@@ -51,35 +51,31 @@ def _message(result: QAResult, document: Document) -> str | None:
     return message
 
 
-def answer_question(document: Document, question: str, **options) -> QAResult:
+def answer_question(document: Document, question: str, **arguments) -> QAResult:
     """Answer ``question`` from ``document``: :func:`answer_with_attention` without the attention.
 
-    Takes the same ``options`` (``model`` and ``tokenizer`` among them), except ``attention_summary``.
+    Takes the same arguments (``model``, ``tokenizer`` and ``options`` among them), except ``attention_summary``.
     """
-    result, _ = answer_with_attention(document, question, attention_summary=None, **options)
+    result, _ = answer_with_attention(document, question, attention_summary=None, **arguments)
     return result
 
 
 def answer_with_attention(document: Document, question: str, *, model, tokenizer,
-                          max_length: int | None = DEFAULT_MAX_LENGTH, stride: int | None = None, n_best: int = 5,
-                          max_answer_length: int = 30, no_answer_threshold: float = 0.5, window_batch_size: int = 1,
-                          max_windows: int | None = DEFAULT_MAX_WINDOWS,
+                          options: ReadingOptions = DEFAULT_READING,
                           attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-                          max_tokens: int | None = None, time_budget: float | None = None,
-                          on_window: Callable[[int, int], None] | None = None,
+                          max_tokens: int | None = None, on_window: Callable[[int, int], None] | None = None,
                           should_stop: Callable[[], bool] | None = None) -> tuple[QAResult, Any]:
     """Answer ``question`` from ``document`` with an extractive QA model (LittleBird, teacher or baseline).
 
-    Returns the result, with up to ``n_best`` answers as spans of ``document.text`` tidied with
+    Returns the result, with up to ``options.n_best`` answers as spans of ``document.text`` tidied with
     :func:`littlebird.answer_text.tidy_answer_span`, and beside it what ``attention_summary`` made of
-    the best answer's window (None when it is not given or the model has no attention to show). See
-    :func:`littlebird.reader.read` for the windows (``max_length``, ``stride``, ``max_windows``: of a
-    long document only the best-ranked windows are read), the no-answer rule and ``attention_summary``. An empty question or a document without text gives a result with a
-    ``message``, never an exception. ``window_batch_size`` windows go through the model per call
-    (1 by default: on 2 CPU cores a 32K document took 8.4 s in single windows, 8.8 s in pairs).
+    the best answer's window (None when it is not given or the model has no attention to show). ``options``
+    (:class:`littlebird.reader.ReadingOptions`) set the reading: the windows, how many are read, the time
+    budget, the no-answer threshold. An empty question or a document without text gives a result with a
+    ``message``, never an exception.
 
     ``max_tokens``: a document with more tokens is refused with a DocumentError before the model
-    runs (None: no limit). ``time_budget``, ``on_window`` and ``should_stop`` go to the reader: when
+    runs (None: no limit). ``on_window`` and ``should_stop`` go to the reader: when
     not every window was read, the reader's note ("Read N of M windows ...") opens ``message``; when ``should_stop()`` turns
     True, :class:`littlebird.reader.ReadingStopped` is raised between windows.
     """
@@ -94,11 +90,9 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     if max_tokens is not None:  # tokenized once: the reader finds these tokens in its cache
         encoded = encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
         check_tokens(len(encoded.input_ids), max_tokens)
-    reading = read(question, document.text, model=model, tokenizer=tokenizer, model_text=document.model_text,
-                   model_to_text=document.model_to_text, max_length=max_length, stride=stride, n_best=n_best,
-                   max_answer_length=max_answer_length, no_answer_threshold=no_answer_threshold, tidy=tidy_answer_span,
-                   window_batch_size=window_batch_size, attention_summary=attention_summary, time_budget=time_budget,
-                   on_window=on_window, should_stop=should_stop, max_windows=max_windows)
+    reading = read(question, document.text, model=model, tokenizer=tokenizer, options=options,
+                   model_text=document.model_text, model_to_text=document.model_to_text, tidy=tidy_answer_span,
+                   attention_summary=attention_summary, on_window=on_window, should_stop=should_stop)
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
                       reading.n_windows, question_language, device, reading.window_token_spans,

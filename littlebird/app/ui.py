@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 
 import gradio as gr
 
 from littlebird.app.asking import (
-    DEFAULT_MAX_LENGTH,
-    DEFAULT_MAX_WINDOWS,
-    DEFAULT_N_BEST,
-    DEFAULT_THRESHOLD,
+    DEFAULT_APP_READING,
     MAX_LENGTH_CHOICES,
     MAX_WINDOWS_CHOICES,
     Settings,
@@ -41,6 +39,7 @@ from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedMod
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import GLIMPSE_KEEP, ReadingStopped
+from littlebird.reading_defaults import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 from littlebird.window_ranking import term_table
 
 _DOCUMENT_CSS = """
@@ -340,7 +339,7 @@ def build_demo(
                 max_windows = gr.Slider(*MAX_WINDOWS_CHOICES, value=DEFAULT_MAX_WINDOWS, step=1,
                                         label="Windows read per question (the best-matching ones)", elem_id="lb-max-windows")
                 n_best_count = gr.Slider(1, 20, value=DEFAULT_N_BEST, step=1, label="n-best")
-                threshold = gr.Slider(0.0, 1.0, value=DEFAULT_THRESHOLD, step=0.05, label="No-answer threshold")
+                threshold = gr.Slider(0.0, 1.0, value=DEFAULT_NO_ANSWER_THRESHOLD, step=0.05, label="No-answer threshold")
 
             def on_load(path):
                 try:
@@ -373,7 +372,9 @@ def build_demo(
 
         def on_ask(number, source, pasted, url, upload, question, checkpoint, max_length, max_windows, n_best_count,
                    threshold, request: gr.Request, progress=gr.Progress()):  # fmt: skip
-            settings = Settings(checkpoint, int(max_length), int(n_best_count), float(threshold), int(max_windows))
+            reading = replace(DEFAULT_APP_READING, max_length=int(max_length), n_best=int(n_best_count),
+                              no_answer_threshold=float(threshold), max_windows=int(max_windows))
+            settings = Settings(checkpoint, reading)
             with cancellation.answering(request.session_hash, number) as should_stop:
                 try:
                     view = ask(

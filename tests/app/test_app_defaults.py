@@ -21,13 +21,15 @@ import gradio as gr
 import pytest
 
 from littlebird.app import models, ui
-from littlebird.app.asking import DEFAULT_THRESHOLD, answer_document
+from littlebird.app.asking import DEFAULT_APP_READING, answer_document
 from littlebird.app.errors import DocumentError
 from littlebird.app.examples import find_example
 from littlebird.reader import (DEFAULT_MAX_LENGTH, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, default_stride, question_prefix,
                                special_ids, tokenize_questions)
 from tests.qa_factories import model_answerable_at, qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
+
+DEFAULT_THRESHOLD = DEFAULT_APP_READING.no_answer_threshold  # the app's
 
 PAGE_BYTES = 5_000_000  # the README: "10 s and 5 MB limits" for a fetched page
 FETCH_SECONDS = 10.0

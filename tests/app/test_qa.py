@@ -14,6 +14,7 @@ import torch
 from littlebird.app.clean import clean_document
 from littlebird.app.qa import Answer, answer_question, answer_with_attention
 from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.reader import ReadingOptions
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
@@ -111,8 +112,8 @@ def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expecte
 def test_long_document_windows_and_merge(tokenizer, korean):
     phrase = "관련 인물"
     model = ScriptedModel(target_ids(tokenizer, korean, phrase), answerable_step=0.1)
-    result = answer_question(korean, "누가?", model=model, tokenizer=tokenizer, max_length=160, stride=64,
-                             max_windows=None)  # every window, in document order
+    result = answer_question(korean, "누가?", model=model, tokenizer=tokenizer,
+                             options=ReadingOptions(max_length=160, stride=64, max_windows=None))  # every window, in document order
     n = result.n_tokens
     spans = result.window_token_spans
     assert result.n_windows == len(spans) > 3
@@ -134,8 +135,10 @@ def _char_range(tokenizer, document, start, end):
 
 def test_no_answer_threshold(tokenizer, english):
     model = ScriptedModel(target_ids(tokenizer, english, "Kurbat Ivanov"), answerable_logit=0.0)  # p = 0.5
-    sure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer, no_answer_threshold=0.4)
-    unsure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer, no_answer_threshold=0.6)
+    sure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer,
+                           options=ReadingOptions(no_answer_threshold=0.4))
+    unsure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer,
+                             options=ReadingOptions(no_answer_threshold=0.6))
     assert sure.answerable_probability == pytest.approx(0.5)
     assert not sure.no_answer and sure.message is None
     assert unsure.no_answer and "may not answer" in unsure.message
@@ -152,9 +155,8 @@ def test_empty_question_and_question_without_answer(tokenizer, english):
 
 def test_tiny_littlebird_mechanics(tokenizer, korean):
     model = tiny_model_for_tokenizer()
-    result, (attention, best) = answer_with_attention(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer,
-                                                      max_length=256, stride=128, n_best=4,
-                                                      attention_summary=lambda window, best: (window, best))
+    result, (attention, best) = answer_with_attention(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, attention_summary=lambda window, best: (window, best),
+        options=ReadingOptions(max_length=256, stride=128, n_best=4))
     assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode", "attention"}
     assert all(t >= 0 for t in result.timings.values())
     assert 1 <= len(result.answers) <= 4 and result.n_windows > 1 and result.device == "cpu"
@@ -168,8 +170,8 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
     assert attention.tokens[:2] == ["<s>", "[QUESTION]"] and attention.question_length > 3
     for start, end in attention.token_spans[attention.question_length :]:
         assert start == -1 or korean.text[start:end].strip()
-    quiet = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer, max_length=256, stride=128,
-                            n_best=4)
+    quiet = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer,
+                            options=ReadingOptions(max_length=256, stride=128, n_best=4))
     assert [a.text for a in quiet.answers] == [a.text for a in result.answers]
     assert "attention" not in quiet.timings  # no attention asked for: no rerun of the window
 

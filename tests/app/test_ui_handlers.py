@@ -20,7 +20,7 @@ from littlebird.app.examples import choose_example, find_example, load_examples,
 from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from littlebird.app.qa import Answer, QAResult
 from littlebird.app.upload import read_pasted_text, read_upload
-from littlebird.reader import ReadingStopped
+from littlebird.reader import ReadingOptions, ReadingStopped
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
@@ -181,11 +181,11 @@ def test_unknown_source_and_bad_settings_are_rejected():
     with pytest.raises(ValueError, match="source must be one of"):
         documents.read_document("clipboard")
     with pytest.raises(ValueError, match="max_length"):
-        asking.Settings(max_length=100)
+        asking.Settings(reading=ReadingOptions(max_length=100))
     with pytest.raises(ValueError, match="n_best"):
-        asking.Settings(n_best=0)
+        asking.Settings(reading=ReadingOptions(n_best=0))
     with pytest.raises(ValueError, match="no_answer_threshold"):
-        asking.Settings(no_answer_threshold=1.5)
+        asking.Settings(reading=ReadingOptions(no_answer_threshold=1.5))
 
 
 # ---- asking --------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_he
 
 
 def test_the_explorer_without_a_question_shows_what_to_do(settings):
-    quick = asking.Settings(checkpoint=TEST_MODEL, n_best=2, max_length=512)
+    quick = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(n_best=2, max_length=512))
     view = asking.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
     assert view.explorer is not None and len(view.result.answers) <= 2
     summary, plots, _ = asking.explain(None)
@@ -256,7 +256,8 @@ def test_the_explorer_without_a_question_shows_what_to_do(settings):
 
 def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settings):
     pasted = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
-    view = asking.ask("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=pasted)
+    settings = replace(settings, reading=replace(settings.reading, max_length=512, max_windows=3))
+    view = asking.ask("paste", "When was the bell cast?", settings, pasted=pasted)
     target, result = view.explorer, view.result
     assert len(target.windows) == result.windows_planned > 3 and target.answers == tuple(result.answers)
     best = result.answers[0]
@@ -391,7 +392,8 @@ def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeyp
     monkeypatch.setenv("LITTLEBIRD_QUESTION_SECONDS", "1e-9")  # spent after the first window
     pasted = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 120  # about 2,000 tokens
     reports = []
-    view = asking.ask("paste", "When was Jikji printed?", replace(settings, max_length=512), pasted=pasted,
+    settings = replace(settings, reading=replace(settings.reading, max_length=512))
+    view = asking.ask("paste", "When was Jikji printed?", settings, pasted=pasted,
                   report=lambda fraction, message: reports.append(message))
     planned = view.result.windows_planned
     assert view.result.n_windows == 1 < planned
@@ -574,13 +576,14 @@ def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window
     loaded = models.load_model(TEST_MODEL)
     document = read_document("paste", pasted=BELLS)
     options = dict(model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text,
-                   model_to_text=document.model_to_text, max_length=512)
+                   model_to_text=document.model_to_text)
     question = "When was the bell cast?"
     with token_view.keeping_reading(loaded.model, budget=2**40) as kept:
-        reading = read(question, document.text, max_windows=None, window_batch_size=3, **options)
+        reading = read(question, document.text, **options,
+                       options=ReadingOptions(max_length=512, max_windows=None, window_batch_size=3))
     assert reading.n_windows == reading.windows_planned >= 4
     for place, (start, _) in enumerate(reading.window_token_spans):
-        passed = window_attention(question, document.text, document_start=start, **options)
+        passed = window_attention(question, document.text, document_start=start, max_length=512, **options)
         inputs = kept.window(place)
         capture = inputs.capture(passed.tokens)
         assert capture.n_tokens == len(passed.tokens) and capture.hidden[0].shape[0] % 64 == 0
@@ -600,8 +603,8 @@ def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
 
     model = tiny_model_for_tokenizer(0)  # its windows' answerable logits differ
     with token_view.keeping_reading(model, budget=1) as kept:
-        reading = read("When was the bell cast?", BELLS, model=model, tokenizer=qa_tokenizer(), max_length=512,
-                       max_windows=4, stop_confidence=None, give_up_below=None)
+        reading = read("When was the bell cast?", BELLS, model=model, tokenizer=qa_tokenizer(),
+                       options=ReadingOptions(max_length=512, max_windows=4, stop_confidence=None, give_up_below=None))
     logits = {w.read: w.answerable_logit for w in reading.windows if w.read is not None}
     assert len(logits) == 4
     best = max(logits, key=logits.get)
@@ -616,7 +619,8 @@ def test_the_explorer_opens_on_the_answers_window_from_what_the_reading_kept(set
 
     token_view.CAPTURES.clear()
     loaded = models.load_model(TEST_MODEL)
-    view = asking.ask("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=BELLS)
+    settings = replace(settings, reading=replace(settings.reading, max_length=512, max_windows=3))
+    view = asking.ask("paste", "When was the bell cast?", settings, pasted=BELLS)
     target = view.explorer
     capture = token_view.CAPTURES.get(token_view.capture_key(target))
     assert len(token_view.CAPTURES) == 1 and capture is not None and capture.pack_inputs

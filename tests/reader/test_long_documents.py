@@ -10,7 +10,7 @@ from littlebird.app import asking
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, Limits
 from littlebird import reader
-from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, encode_text, read, tokens_covered
+from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, ReadingOptions, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
 from littlebird.window_ranking import chunk_scores, glimpse_choice, reading_order, term_table
 from tests.qa_factories import qa_tokenizer
@@ -74,11 +74,10 @@ def test_the_reader_reads_at_most_max_windows_the_best_first_and_says_how_much()
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     progress = []
-    reading = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, max_length=128,
-                   max_windows=3, on_window=lambda done, total: progress.append((done, total)), stop_confidence=None,
-                   give_up_below=None)
-    every = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, max_length=128,
-                 max_windows=None)
+    reading = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, on_window=lambda done, total: progress.append((done, total)),
+                   options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None))
+    every = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer,
+                 options=ReadingOptions(max_length=128, max_windows=None))
     assert reading.n_windows == 3 and reading.windows_planned == every.n_windows == every.windows_planned > 20
     assert progress == [(1, 3), (2, 3), (3, 3)]  # the progress bar counts the windows that will be read
     needle = text.index(NEEDLE)
@@ -96,8 +95,8 @@ def test_the_reading_keeps_every_windows_rank_and_what_the_model_said_of_those_r
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     question = "Who lit the lamp at Saint Ovidio?"
-    reading = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=3,
-                   stop_confidence=None, give_up_below=None)
+    reading = read(question, text, model=model, tokenizer=tokenizer,
+                   options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None))
     windows = reading.windows
     assert len(windows) == reading.windows_planned > 20
     assert [w.start for w in windows] == sorted(w.start for w in windows)  # document order
@@ -137,7 +136,7 @@ def test_a_short_document_is_read_whole_as_before():
 
 def test_max_windows_must_be_positive():
     with pytest.raises(ValueError, match="max_windows"):
-        read("q", "text", model=tiny_answering_model(), tokenizer=qa_tokenizer(), max_windows=0)
+        read("q", "text", model=tiny_answering_model(), tokenizer=qa_tokenizer(), options=ReadingOptions(max_windows=0))
 
 
 # ---- the app: no wall in tokens, bounded by characters -------------------------------------
@@ -174,7 +173,7 @@ def test_the_size_limit_is_in_characters_and_a_host_may_still_set_a_token_wall(m
 
 def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
     tiny_loaded_model()
-    settings = asking.Settings(checkpoint=TEST_MODEL, max_length=512)
+    settings = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(max_length=512))
     text = haystack(40, needle_at=30, needle=KOREAN_NEEDLE)
     view = asking.ask("paste", "측우기는 누가 만들었나?", settings, pasted=text)
     assert "attention" not in view.result.timings and view.result.n_windows <= DEFAULT_MAX_WINDOWS
@@ -231,8 +230,8 @@ def test_a_question_read_by_another_thread_during_an_explorer_pass_is_left_alone
 
     def reduce_layer(window, weights):
         if not other:  # meanwhile another thread reads a question on the same model
-            thread = threading.Thread(target=lambda: other.append(read(
-                "Who lit the lamp?", text, model=model, tokenizer=tokenizer, max_length=128)))
+            thread = threading.Thread(target=lambda: other.append(read("Who lit the lamp?", text, model=model, tokenizer=tokenizer,
+                                      options=ReadingOptions(max_length=128))))
             thread.start()
             thread.join()
         return float(weights.local.sum())
@@ -250,8 +249,8 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     question = "Who lit the lamp at Saint Ovidio?"
-    reading = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=8,
-                   glimpse_tokens=48, glimpse_keep=2)
+    reading = read(question, text, model=model, tokenizer=tokenizer,
+                   options=ReadingOptions(max_length=128, max_windows=8, glimpse_tokens=48, glimpse_keep=2))
     glimpsed = [w for w in reading.windows if w.glimpse_logit is not None]
     assert sorted(w.rank for w in glimpsed) == list(range(8))  # the eight best-ranked windows, each glimpsed once
     assert all(w.glimpse_logit is None for w in reading.windows if w.rank >= 8)
@@ -305,12 +304,12 @@ def test_a_document_of_few_windows_is_read_without_glimpses():
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(12, needle_at=8)
     question = "Who lit the lamp at Saint Ovidio?"
-    plain = read(question, text, model=model, tokenizer=tokenizer, max_length=128, max_windows=reader.GLIMPSE_ABOVE,
-                 stop_confidence=None, give_up_below=None)
-    glimpsing = read(question, text, model=model, tokenizer=tokenizer, max_length=128,
-                     max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None, glimpse_tokens=48)
+    plain = read(question, text, model=model, tokenizer=tokenizer,
+                 options=ReadingOptions(max_length=128, max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None))
+    glimpsing = read(question, text, model=model, tokenizer=tokenizer,
+                     options=ReadingOptions(max_length=128, max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None, glimpse_tokens=48))
     assert plain.windows_planned > reader.GLIMPSE_ABOVE == plain.n_windows == glimpsing.n_windows
     assert [(a.start, a.end, a.score) for a in glimpsing.answers] == [(a.start, a.end, a.score) for a in plain.answers]
     assert all(w.glimpse_logit is None for w in glimpsing.windows) and glimpsing.stopped is None
     with pytest.raises(ValueError, match="glimpse_tokens"):
-        read(question, text, model=model, tokenizer=tokenizer, glimpse_tokens=4)
+        read(question, text, model=model, tokenizer=tokenizer, options=ReadingOptions(glimpse_tokens=4))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from littlebird.app.asking import DEFAULT_THRESHOLD, answer_document
+from littlebird.app.asking import DEFAULT_APP_READING, answer_document
 from littlebird.app.clean import clean_document
 from littlebird.app.examples import find_example
 from littlebird.app.qa import answer_question
@@ -22,8 +22,10 @@ from littlebird.app.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
 from littlebird.reader import (DEFAULT_MAX_WINDOWS, GLIMPSE_KEEP, GLIMPSE_TOKENS, MIN_WINDOWS_BEFORE_GIVING_UP,
-                               MIN_WINDOWS_BEFORE_STOP)
+                               MIN_WINDOWS_BEFORE_STOP, ReadingOptions)
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
+
+DEFAULT_THRESHOLD = DEFAULT_APP_READING.no_answer_threshold  # the app's
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa"
 
@@ -47,16 +49,17 @@ def near_the_threshold(margin: float) -> tuple[float, float]:
 
 def assert_same_span(document, question, model, tmp_path, **windows):
     tokenizer = qa_tokenizer()
-    result = answer_question(document, question, model=model, tokenizer=tokenizer, **windows)
+    options = ReadingOptions(**windows)
+    result = answer_question(document, question, model=model, tokenizer=tokenizer, options=options)
     app = result.answers[0]
-    reading = evaluation.predict_answer(model, tokenizer, question, document.model_text, **windows)
+    reading = evaluation.predict_answer(model, tokenizer, question, document.model_text, options)
     scored = reading.answers[0]
     mapping = np.asarray(document.model_to_text)
     assert (int(mapping[scored.start]), int(mapping[scored.end - 1]) + 1) == (app.start, app.end)
     assert scored.score == pytest.approx(app.score, abs=1e-4) and scored.window == app.window
     # the CLI's loop (evaluate_file) predicts exactly this span's text
     [row] = evaluation.evaluate_file(model, tokenizer, squad_file(tmp_path / "one.json", document.model_text, question),
-                                     **windows)
+                                     options)
     assert row.prediction == document.model_text[scored.start : scored.end] and row.n_windows == reading.n_windows
     # and records the decision the app shows ("No answer found" below the threshold) with its probability
     assert row.answerable == pytest.approx(result.answerable_probability, abs=1e-6)
@@ -138,7 +141,8 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     # read in turn, the rule stops at two; without it, the ten best are read; with glimpses, the likeliest few
     assert windows_read == {("0.9", "none"): MIN_WINDOWS_BEFORE_STOP, ("none", "none"): DEFAULT_MAX_WINDOWS,
                             ("none", str(GLIMPSE_TOKENS)): GLIMPSE_KEEP}
-    result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(), max_length=128)
+    result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(),
+                             options=ReadingOptions(max_length=128))
     assert result.n_windows == MIN_WINDOWS_BEFORE_STOP < result.windows_planned  # the app's default rule is the CLI's
 
     doubtful = tmp_path / "doubtful"
@@ -149,5 +153,6 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
         evaluation.main(["--model", str(doubtful), "--data", str(data), "--max-length", "128", "--give-up-below", low,
                          "--glimpse", "none", "--output", str(output)])  # the windows read in turn
         assert json.loads(output.read_text())["predictions"][0]["n_windows"] == expected
-    result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(), max_length=128)
+    result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(),
+                             options=ReadingOptions(max_length=128))
     assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.message

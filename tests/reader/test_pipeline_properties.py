@@ -17,6 +17,7 @@ from littlebird.app.errors import DocumentError
 from littlebird.app.qa import answer_question
 from littlebird.app.upload import read_pasted_text, read_upload
 from littlebird.answer_text import tidy_answer_span
+from littlebird.reader import ReadingOptions
 from tests.qa_factories import assert_linked, qa_tokenizer, tiny_model_for_tokenizer
 
 WORDS = ["세종", "대왕이", "서울이다", "훈민정음을", "1443년에", "Lake", "Baikal", "is", "deep.", "(1,642 m)", "《책》",
@@ -49,7 +50,7 @@ PROPERTY_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_heal
 
 def check_answers(document, question):
     result = answer_question(document, question, model=tiny_model_for_tokenizer(), tokenizer=qa_tokenizer(),
-                             max_length=96, stride=48, n_best=3, max_answer_length=8)
+                             options=ReadingOptions(max_length=96, stride=48, n_best=3, max_answer_length=8))
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.end > answer.start
     if result.answers:

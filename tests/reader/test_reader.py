@@ -4,6 +4,8 @@ Decoding rules run on hand-made logits; the teacher and a tiny random LittleBird
 reader. The baselines go through it in ``test_baselines.py``.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,7 @@ from transformers import BertConfig, BertModel
 from littlebird.answer_text import tidy_answer_span
 from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
+    ReadingOptions,
     MAX_QUESTION_TOKENS,
     Candidate,
     MIN_WINDOWS_BEFORE_GIVING_UP,
@@ -197,8 +200,9 @@ def test_tidy_hook_merges_spans_that_tidy_to_the_same_answer():
 def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     model = tiny_model_for_tokenizer()
     question = "How deep is Lake Baikal?"
-    one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=None, n_best=3)
-    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3, max_windows=None)
+    one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(max_length=None, n_best=3))
+    windowed = read(question, TEXT, model=model, tokenizer=tokenizer,
+                    options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
     n = one_pass.n_tokens
     assert n > 400 and one_pass.window_token_spans == [(0, n)] and windowed.n_tokens == n
     assert windowed.n_windows > 8 and max(end for _, end in windowed.window_token_spans) == n
@@ -226,14 +230,14 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     model = CountingModel(tiny_model_for_tokenizer())
     question = "How deep is Lake Baikal?"
     progress = []
-    full = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, max_windows=None,
-                on_window=lambda done, total: progress.append((done, total)))
+    full = read(question, TEXT, model=model, tokenizer=tokenizer, on_window=lambda done, total: progress.append((done, total)),
+                options=ReadingOptions(max_length=128, stride=48, max_windows=None))
     assert full.note is None and full.n_windows == full.windows_planned == model.windows > 8
     assert progress == [(i, full.n_windows) for i in range(1, full.n_windows + 1)]
 
     model.windows = 0
-    cut = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, time_budget=0.0,
-               max_windows=None, attention_summary=lambda window, best: window.window)
+    cut = read(question, TEXT, model=model, tokenizer=tokenizer, attention_summary=lambda window, best: window.window,
+               options=ReadingOptions(max_length=128, stride=48, time_budget=0.0, max_windows=None))
     assert model.windows == 1 + 1  # the first window, then its attention rerun; no second window
     assert cut.n_windows == 1 and cut.windows_planned == full.n_windows
     assert cut.window_token_spans == full.window_token_spans[:1] and cut.attention == 0
@@ -246,42 +250,43 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
 def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokenizer):
     question = "How deep is Lake Baikal?"
     sure = CountingModel(model_answerable_at(0.95))
-    options = dict(model=sure, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5,
-                   glimpse_tokens=None)  # the windows read in turn
-    stopped = read(question, TEXT, stop_confidence=0.9, **options)
+    options = dict(model=sure, tokenizer=tokenizer, tidy=tidy_answer_span)
+    turn = ReadingOptions(max_length=128, stride=48, max_windows=5, glimpse_tokens=None)  # the windows read in turn
+    stopped = read(question, TEXT, **options, options=replace(turn, stop_confidence=0.9))
     assert sure.windows == MIN_WINDOWS_BEFORE_STOP == stopped.n_windows < stopped.windows_planned
     assert stopped.stopped == "found" and "stopped once it found a part it judged to hold the answer" in stopped.note
     assert stopped.note.startswith(f"Read 2 of {stopped.windows_planned} windows")
     # the same answers as reading those two windows on purpose: stopping changes how many, not how they decode
-    two = read(question, TEXT, stop_confidence=None, **{**options, "max_windows": 2})
+    two = read(question, TEXT, **options, options=replace(turn, stop_confidence=None, max_windows=2))
     assert stopped.answers == two.answers and stopped.window_token_spans == two.window_token_spans
     assert two.stopped is None and "stopped once" not in two.note
 
     sure.windows = 0
-    everything = read(question, TEXT, stop_confidence=None, **options)
+    everything = read(question, TEXT, **options, options=replace(turn, stop_confidence=None))
     assert sure.windows == everything.n_windows == 5 and everything.stopped is None
     sure.windows = 0  # "every window" reads every window, confident or not
-    every = read(question, TEXT, stop_confidence=0.9, **{**options, "max_windows": None})
+    every = read(question, TEXT, **options, options=replace(turn, stop_confidence=0.9, max_windows=None))
     assert sure.windows == every.n_windows == every.windows_planned > 5
 
     unsure = CountingModel(model_answerable_at(0.8))
-    below = read(question, TEXT, stop_confidence=0.9, give_up_below=0.05, **{**options, "model": unsure})
+    below = read(question, TEXT, **{**options, "model": unsure},
+                 options=replace(turn, stop_confidence=0.9, give_up_below=0.05))
     assert unsure.windows == below.n_windows == 5 and below.stopped is None
 
 
 def test_best_windows_without_a_sign_of_the_answer_leave_the_rest_unread(tokenizer):
     question = "How deep is Lake Baikal?"
     doubtful = CountingModel(model_answerable_at(0.02))
-    options = dict(model=doubtful, tokenizer=tokenizer, max_length=128, stride=48, tidy=tidy_answer_span, max_windows=5,
-                   glimpse_tokens=None)  # the windows read in turn
-    given_up = read(question, TEXT, give_up_below=0.05, **options)
+    options = dict(model=doubtful, tokenizer=tokenizer, tidy=tidy_answer_span)
+    turn = ReadingOptions(max_length=128, stride=48, max_windows=5, glimpse_tokens=None)  # the windows read in turn
+    given_up = read(question, TEXT, **options, options=replace(turn, give_up_below=0.05))
     assert doubtful.windows == MIN_WINDOWS_BEFORE_GIVING_UP == given_up.n_windows < given_up.windows_planned
     assert given_up.stopped == "nothing found" and "none of them seemed to hold the answer" in given_up.note
     assert given_up.no_answer and given_up.answers  # "No answer found", with the guesses still listed
-    three = read(question, TEXT, give_up_below=None, **{**options, "max_windows": 3})
+    three = read(question, TEXT, **options, options=replace(turn, give_up_below=None, max_windows=3))
     assert given_up.answers == three.answers and three.stopped is None
     doubtful.windows = 0
-    on = read(question, TEXT, give_up_below=0.01, **options)  # 0.02 is a sign of an answer at this bar
+    on = read(question, TEXT, **options, options=replace(turn, give_up_below=0.01))  # 0.02: a sign of an answer at this bar
     assert doubtful.windows == on.n_windows == 5 and on.stopped is None
 
 
@@ -299,9 +304,9 @@ def test_the_stop_rules_need_two_or_three_windows_and_never_overflow():
     assert not nothing_found(logits([-9.0, -9.0, -2.94]), 0.05)  # logit(0.05) = -2.944
     assert nothing_found(logits([-1e30] * 3), 0.05) and not nothing_found(logits([-1e30] * 3), 0.0)
     with pytest.raises(ValueError, match="stop_confidence"):
-        read("q?", TEXT, model=None, tokenizer=None, stop_confidence=0.0)
+        read("q?", TEXT, model=None, tokenizer=None, options=ReadingOptions(stop_confidence=0.0))
     with pytest.raises(ValueError, match="give_up_below"):
-        read("q?", TEXT, model=None, tokenizer=None, give_up_below=1.0)
+        read("q?", TEXT, model=None, tokenizer=None, options=ReadingOptions(give_up_below=1.0))
 
 
 def test_should_stop_ends_the_reading_between_windows(tokenizer):
@@ -314,18 +319,20 @@ def test_should_stop_ends_the_reading_between_windows(tokenizer):
         return model.windows >= 2
 
     with pytest.raises(ReadingStopped):
-        read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, should_stop=stop_after_two_windows,
-             max_windows=None, attention_summary=lambda window, best: window.window)
+        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=stop_after_two_windows, attention_summary=lambda window, best: window.window,
+             options=ReadingOptions(max_length=128, stride=48, max_windows=None))
     assert model.windows == 2 and asked == [0, 1, 2]  # asked before each window; the third never started
 
     model.windows = 0
     with pytest.raises(ReadingStopped):  # a question stopped while it waited never reaches the model
-        read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, should_stop=lambda: True)
+        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=lambda: True,
+             options=ReadingOptions(max_length=128, stride=48))
     assert model.windows == 0
 
-    wanted = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3,
-                  should_stop=lambda: False, max_windows=None)
-    plain = read(question, TEXT, model=model, tokenizer=tokenizer, max_length=128, stride=48, n_best=3, max_windows=None)
+    wanted = read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=lambda: False,
+                  options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
+    plain = read(question, TEXT, model=model, tokenizer=tokenizer,
+                 options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
     assert wanted.n_windows == wanted.windows_planned > 8 and wanted.answers == plain.answers
 
 
@@ -342,8 +349,8 @@ def test_the_teacher_reads_within_its_positions(tokenizer):
     teacher = tiny_teacher(tokenizer)
     assert window_length(teacher, 8192) == 64 and window_length(teacher, None) == 64 and window_length(teacher, 32) == 32
     assert window_length(tiny_model_for_tokenizer(), None) is None  # LittleBird: no position limit
-    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer, max_length=None, n_best=2,
-                   max_windows=None)
+    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer,
+                   options=ReadingOptions(max_length=None, n_best=2, max_windows=None))
     widths = [end - start for start, end in reading.window_token_spans]
     assert reading.n_windows > 10 and max(widths) + reading.question_length <= 64
     assert reading.answers and all(a.text == TEXT[a.start : a.end] for a in reading.answers)

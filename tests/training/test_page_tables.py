@@ -10,6 +10,7 @@ from littlebird.training.data import take_questions, write_squad
 from littlebird.training.page_tables import (TABLE_PAGES_FILE, clean_page, page_article, read_table_pages,
                                              split_table_pages, table_question_articles)
 from littlebird.training.question_forms import search_style, with_search_style
+from littlebird.reader import ReadingOptions
 from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
 SHARED_DATA = Path(__file__).parents[3] / "shared" / "data"
@@ -94,7 +95,7 @@ def test_the_evaluation_tells_an_answer_from_the_right_table_row(tmp_path):
     path = tmp_path / "dev-en-page-table.json"
     write_squad(path, [article])
     tokenizer = qa_tokenizer()
-    predictions = evaluate_file(tiny_model_for_tokenizer(0), tokenizer, path, max_length=256)
+    predictions = evaluate_file(tiny_model_for_tokenizer(0), tokenizer, path, options=ReadingOptions(max_length=256))
     context = article["paragraphs"][0]["context"]
     rows = {qa["id"]: qa["table_row"] for qa in article["paragraphs"][0]["qas"]}
     for prediction in predictions:
