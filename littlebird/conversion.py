@@ -134,7 +134,8 @@ def extend_word_embeddings(
         raise ValueError(f"num_new and noise_scale must be >= 0, got {num_new} and {noise_scale}")
     known = weight[:first_new_id].float()  # (first_new_id, H)
     mean = known.mean(dim=0)
-    std = (known - mean).square().mean(dim=0).sqrt()  # 4x faster than Tensor.std(dim=0) here
+    # The population std written out: faster than Tensor.std(dim=0) on a 250K-row table (docs/training-log.md).
+    std = (known - mean).square().mean(dim=0).sqrt()
     generator = torch.Generator().manual_seed(seed)
     noise = torch.randn(num_new, hidden, generator=generator) * (noise_scale * std)
     extended = weight.new_empty(max(vocab_size, first_new_id + num_new), hidden)

@@ -3,11 +3,12 @@
 On CPUs with native bf16 matrix units (AMX, AVX512-BF16) a bf16 GEMM is several times faster
 than fp32, while bf16 *elementwise* kernels (softmax inputs, bias terms, LayerNorm) are slower
 than fp32 ones. So the whole model in bf16 is no faster; only its linear layers in bf16 are.
-Where bf16 is emulated (AVX2-only CPUs, and AVX-512 ones without AVX512-BF16) it is 2-5x slower than fp32,
+Where bf16 is emulated (AVX2-only CPUs, and AVX-512 ones without AVX512-BF16) it is slower than fp32,
 so the model stays fp32.
 Dynamic int8 quantization (``torch.ao.quantization``, deprecated) is no mode here: it is no faster
 than fp32 on AVX2 and no faster than bf16-linear on AMX.
-``benchmarks/bench_pipeline.py`` measures each mode.
+``benchmarks/bench_pipeline.py`` measures each mode; docs/performance.md and docs/training-log.md hold
+the measurements behind these choices.
 """
 
 import copy
@@ -46,7 +47,7 @@ def cpu_has_native_bf16(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
 
     oneDNN's own check, ``torch.ops.mkldnn._is_mkldnn_bf16_supported``, also says yes on AVX-512 CPUs
     without bf16 units (Skylake and Cascade Lake Xeons), where it emulates bf16: there a bf16 product
-    takes about 2.3 times as long as an fp32 one. So on x86 Linux the CPU's flags must list bf16 units
+    takes longer than an fp32 one (docs/training-log.md). So on x86 Linux the CPU's flags must list bf16 units
     too; oneDNN's check still has its say, since it honours ``ONEDNN_MAX_CPU_ISA=AVX2`` (how a newer CPU
     shows an AVX2-only one's numbers).
     """

@@ -710,6 +710,16 @@ class LittleBirdCheckpointedLayer(GradientCheckpointingLayer, LittleBirdLayer):
     in the backward pass instead of keeping its activations."""
 
 
+def expose_tokens(x, n):
+    """x (B, nb * b, H) -> (its first n tokens (B, n, H), x rebuilt from them). What follows reads the returned
+    tokens themselves, not x, so a gradient retained on them (``retain_grad``) is the whole gradient; a slice
+    of x that nothing reads would get none. Without padding both are x: no copy."""
+    if n == x.shape[1]:
+        return x, x
+    tokens = x[:, :n]
+    return tokens, torch.cat([tokens, x[:, n:]], dim=1)  # (B, nb * b, H)
+
+
 class LittleBirdEncoder(nn.Module):
     """The stack of layers and the initial packed sequence P (s learned vectors)."""
 
@@ -734,22 +744,21 @@ class LittleBirdEncoder(nn.Module):
         """x (B, nb * b, H) -> (x', hidden states, attentions). Hidden states cover the first ``length``
         tokens (the input before padding to blocks) and are the tensors the next layer reads, so gradients
         reach them (``retain_grad``)."""
-        padded = x.shape[1]
-        n = padded if length is None else length
+        n = x.shape[1] if length is None else length
         p = self.initial_pack(x)  # (B, s, H)
         hidden_states = () if output_hidden_states else None
         attentions = () if output_attentions else None
-        for index, layer in enumerate(self.layer):
+        for layer in self.layer:
             if output_hidden_states:
-                tokens = x[:, :n]  # (B, n, H)
+                tokens, x = expose_tokens(x, n)
                 hidden_states += (tokens,)
-                x = x if n == padded else torch.cat([tokens, x[:, n:]], dim=1)
             x, p, layer_attentions = layer(x, p, geometry, output_attentions)
             # A forward hook may take a layer's weights and return None in their place, so that a caller reducing
             # each layer as it is computed (the app's explorer) never holds more than one layer's.
             if output_attentions and layer_attentions is not None:
                 attentions += (layer_attentions,)
         if output_hidden_states:
+            # No layer follows: the model returns this slice as last_hidden_state and the QA head reads it.
             hidden_states += (x[:, :n],)
         return x, hidden_states, attentions
 

@@ -111,6 +111,21 @@ def test_retain_grad_works_on_every_returned_attention_tensor():
     assert out.attentions[-1].local.grad.abs().sum() > 0 and out.attentions[-1].global_.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("n", [40, 37], ids=["block-multiple", "padded"])
+def test_retain_grad_works_on_every_returned_hidden_state(n):
+    # transformers' test_retain_grad_hidden_states_attentions checks the first; its tester's length decides
+    # whether the input needs padding to blocks, so both cases are checked here on every layer.
+    model = tiny_qa_model(seed=4, block_size=8, pack_size=4).train()
+    out = model.littlebird(batch(n=n)["input_ids"], output_hidden_states=True)
+    for hidden in out.hidden_states:
+        hidden.retain_grad()
+    out.last_hidden_state.flatten()[0].backward()
+    assert out.last_hidden_state is out.hidden_states[-1]
+    assert [hidden.shape[1] for hidden in out.hidden_states] == [n] * (model.config.num_hidden_layers + 1)
+    assert all(hidden.grad is not None for hidden in out.hidden_states), [
+        index for index, hidden in enumerate(out.hidden_states) if hidden.grad is None]
+
+
 def test_retain_grad_works_on_what_block_map_and_to_dense_build():
     model = tiny_qa_model(seed=5, block_size=8, pack_size=4).train()
     attentions = model.littlebird(batch(n=40)["input_ids"], output_attentions=True).attentions[0]

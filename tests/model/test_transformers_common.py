@@ -5,7 +5,8 @@
 (``$LITTLEBIRD_CACHE`` or ``~/.cache/littlebird``) and never copied into this repository. The sdist ships
 the two files but not three modules they import for mixins LittleBird has no use for (export, generation)
 and the common config kwargs; ``_SHIMS`` stands in for those. The tester below follows the library's BERT
-tester: tiny sizes, a length that is not a block multiple, a random padding mask.
+tester: tiny sizes, a length that is not a block multiple, a random padding mask; a second run of the same
+tests takes a length of whole blocks. Nothing of the upstream tests is skipped or overridden here.
 """
 
 import importlib
@@ -154,6 +155,15 @@ class LittleBirdModelTest(ModelTesterMixin, unittest.TestCase):
 
     def test_config(self):
         self.config_tester.run_common_tests()
+
+
+class LittleBirdBlockMultipleModelTest(LittleBirdModelTest):
+    """The same tests on a length of whole blocks (12 = 3 x 4), which the model reads without padding: the
+    encoder takes another path then (no padding to cut from the hidden states it returns)."""
+
+    def setUp(self):
+        super().setUp()
+        self.model_tester = LittleBirdModelTester(self, seq_length=12)
 
 
 def _tiny_qa_model(**overrides) -> LittleBirdForQuestionAnswering:
