@@ -279,6 +279,15 @@ def main(argv=None) -> dict | None:
                         help="print a Markdown table of earlier --output files instead of evaluating")
     parser.add_argument("--thresholds", nargs="+", type=float, default=None, metavar="T",
                         help="with --report: the share of 'No answer found' per file at each no-answer threshold")
+    parser.add_argument("--compare", nargs=2, default=None, metavar=("A", "B"),
+                        help="compare two sets of earlier --output files instead of evaluating: each a pattern with {} "
+                             "for the dev file's name, or a folder of <name>.json (littlebird.comparison)")
+    parser.add_argument("--files", nargs="+", default=None, metavar="NAME",
+                        help="with --compare: the dev file names put in place of {} (default: every one A has)")
+    parser.add_argument("--names", nargs=2, default=("A", "B"), metavar=("A", "B"),
+                        help="with --compare: what the table calls the two sets")
+    parser.add_argument("--tolerance", type=float, default=1.0,
+                        help="with --compare: the F1 points B may lose on a file and still count as within")
     parser.add_argument("--model", help="LittleBird, teacher or baseline folder")
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
@@ -315,8 +324,16 @@ def main(argv=None) -> dict | None:
     if args.report:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
         return None
+    if args.compare:
+        from .comparison import compare_results  # it reads this module's length buckets
+
+        try:
+            print(compare_results(*args.compare, files=args.files, names=tuple(args.names), tolerance=args.tolerance))
+        except ValueError as error:
+            raise SystemExit(f"--compare: {error}") from None
+        return None
     if not (args.model and args.data):
-        parser.error("--model and --data are required (or --report)")
+        parser.error("--model and --data are required (or --report, or --compare)")
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load_qa_model(args.model)
