@@ -1,11 +1,12 @@
 """Two checkpoints' evaluation results side by side: F1 differences with 95% paired-bootstrap intervals.
 
 ``littlebird evaluate --compare A B`` reads two sets of ``littlebird evaluate --output`` files, one per dev
-file: a pattern with ``{}`` standing for the dev file's name (``runs/compare/shipped-{}.json``) or a folder
-(``runs/eval-1024``, holding ``<name>.json``). For each dev file both sets hold it prints the questions, both
-F1s, the difference (B - A) with a 95% interval from a paired bootstrap over the questions (2,000
-resamplings), the share of "no answer" decisions and the mean windows read a question under each; the last
-line says whether B is ahead on every file and whether it is within ``tolerance`` points of A on every file.
+file: a pattern with ``{}`` standing for the dev file's name (``runs/compare/shipped-{}.json``), a folder
+(``runs/eval-1024``, holding ``<name>.json``), or a single result file. For each dev file both sets hold it
+prints the questions, both F1s, the difference (B - A) with a 95% interval from a paired bootstrap over the
+questions (2,000 resamplings), the share of "no answer" decisions and the mean windows read a question under
+each; the last line says whether B is ahead on every file and whether it is within ``tolerance`` points of A
+on every file.
 
     littlebird evaluate --compare runs/compare/shipped-{}.json runs/compare/candidate-{}.json \\
         --names shipped candidate --files dev-en-paragraph dev-ko-paragraph dev-en-article dev-ko-article
@@ -59,16 +60,20 @@ def pooled_f1(predictions: dict) -> dict[str, tuple[int, float]]:
 
 
 def result_pattern(results: str) -> str:
-    """A set of results as a pattern with ``{}`` for the dev file's name: a folder stands for ``<folder>/{}.json``."""
-    if "{}" in results:
+    """A set of results as a pattern with ``{}`` for the dev file's name: a folder stands for ``<folder>/{}.json``,
+    and one result file for itself (a set of one file)."""
+    if "{}" in results or Path(results).is_file():
         return results
     if Path(results).is_dir():
         return str(Path(results) / "{}.json")
-    raise ValueError(f"{results} is neither a pattern with {{}} for the dev file's name nor a folder")
+    raise ValueError(f"{results} is neither a pattern with {{}} for the dev file's name, a folder nor a result file")
 
 
 def result_names(pattern: str) -> list[str]:
-    """The dev file names that ``pattern`` (with ``{}``) has a result file for, sorted."""
+    """The dev file names that ``pattern`` (with ``{}``) has a result file for, sorted; a single result file's
+    name without its suffix."""
+    if "{}" not in pattern:
+        return [Path(pattern).stem]
     matcher = re.compile(re.escape(pattern).replace(re.escape("{}"), "(.+)"))
     found = (matcher.fullmatch(path) for path in glob.glob(pattern.replace("{}", "*")))
     return sorted(match.group(1) for match in found if match)
@@ -116,9 +121,9 @@ def comparison_table(rows: list[dict], a_name: str, b_name: str, tolerance: floa
 
 def compare_results(a: str, b: str, files: list[str] | None = None, names: tuple[str, str] = ("A", "B"),
                     tolerance: float = 1.0) -> str:
-    """``littlebird evaluate --compare A B``'s table for two sets of results (patterns with ``{}`` or folders)
-    on ``files`` (default: every dev file A has a result for). Raises ``ValueError`` when no file has
-    results in both sets."""
+    """``littlebird evaluate --compare A B``'s table for two sets of results (patterns with ``{}``, folders, or
+    one result file each) on ``files`` (default: every dev file A has a result for). Raises ``ValueError``
+    when no file has results in both sets."""
     a_pattern, b_pattern = result_pattern(a), result_pattern(b)
     files = files or result_names(a_pattern)
     rows = compare_sets(a_pattern, b_pattern, files)

@@ -281,7 +281,7 @@ def main(argv=None) -> dict | None:
                         help="with --report: the share of 'No answer found' per file at each no-answer threshold")
     parser.add_argument("--compare", nargs=2, default=None, metavar=("A", "B"),
                         help="compare two sets of earlier --output files instead of evaluating: each a pattern with {} "
-                             "for the dev file's name, or a folder of <name>.json (littlebird.comparison)")
+                             "for the dev file's name, a folder of <name>.json, or one file (littlebird.comparison)")
     parser.add_argument("--files", nargs="+", default=None, metavar="NAME",
                         help="with --compare: the dev file names put in place of {} (default: every one A has)")
     parser.add_argument("--names", nargs=2, default=("A", "B"), metavar=("A", "B"),

@@ -95,6 +95,9 @@ def test_a_set_is_a_pattern_or_a_folder_and_names_its_dev_files(tmp_path):
     assert result_pattern(pattern) == pattern
     assert result_pattern(str(tmp_path / "runs")) == str(tmp_path / "runs" / "{}.json")
     assert result_names(pattern) == ["dev-en", "dev-ko"]
+    single = str(tmp_path / "runs" / "shipped-dev-en.json")  # one result file is a set of one
+    assert result_pattern(single) == single and result_names(single) == ["shipped-dev-en"]
+    assert compare_results(single, str(tmp_path / "runs")).splitlines()[2].startswith("| shipped-dev-en | 1 |")
     with pytest.raises(ValueError, match="neither a pattern"):
         result_pattern(str(tmp_path / "nowhere"))
     with pytest.raises(ValueError, match="no file of dev-xx has results in both"):
