@@ -1,8 +1,10 @@
-"""Comparing evaluation results: the paired bootstrap (``littlebird.comparison``) and ``littlebird evaluate
---compare``."""
+"""Comparing evaluation results: the paired bootstrap (``littlebird.comparison``), ``littlebird evaluate
+--compare``, and the table of the three conversions (``experiments/conversion-comparison``) built on it."""
 
+import importlib.util
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +12,8 @@ from littlebird.cli import main as littlebird_main
 from littlebird.comparison import (compare_results, compare_sets, comparison_table, paired_bootstrap, read_predictions,
                                    result_names, result_pattern)
 from littlebird.evaluation import Prediction, summarize
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write_results(path, data, rows, **summary):
@@ -131,3 +135,26 @@ def test_evaluate_compare_prints_the_table_and_the_verdict(tmp_path, capsys):
         littlebird_main(["evaluate", "--compare", str(tmp_path / "candidate"), str(tmp_path / "candidate"),
                          "--files", "dev-none"])
 
+def _load_conversion_comparison():
+    path = ROOT / "experiments" / "conversion-comparison" / "compare_conversions.py"
+    spec = importlib.util.spec_from_file_location("compare_conversions", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_conversion_table_pools_files_by_length_and_joins_the_benchmark(tmp_path):
+    script = _load_conversion_comparison()
+    english = _write_results(tmp_path / "a-en.json", "dev-en.json", [(100, 1.0), (3000, 0.0)])
+    korean = _write_results(tmp_path / "a-ko.json", "dev-ko.json", [(200, 0.5), (9000, 0.25)])
+    other = _write_results(tmp_path / "b.json", "dev-en.json", [(300, 0.0)])
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps([{"model": "bigbird", "length": 4096, "median_s": 1.234, "peak_mb": 99.6},
+                                 {"model": "littlebird", "length": 16384, "median_s": 2.0, "peak_mb": 10.0}]))
+    table = script.main(["--bench", str(bench), "--eval", "littlebird", str(english), str(korean),
+                         "--eval", "bigbird-taper", str(other)]).splitlines()
+    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all "
+                        "| F1 all - littlebird's (95% CI) | 4K s | 16K s | 4K MB | 16K MB |")
+    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | - | 2.00 | - | 10 |"
+    # b.json's one question is a-en.json's q0 (same data file, same id): 0.0 against 1.0, on one question
+    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | -100.0 (-100.0, -100.0) | 1.23 | - | 100 | - |"

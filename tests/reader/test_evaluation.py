@@ -1,10 +1,8 @@
-"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding, and the
-table comparing the three conversions (``benchmarks/compare_conversions.py``)."""
+"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding, and the tables
+of result files (comparisons between result sets: test_comparison.py)."""
 
-import importlib.util
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 
@@ -98,34 +96,3 @@ def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
     with pytest.raises(ValueError, match="evaluate it again"):
         threshold_report([older], [0.5])
 
-
-def _load_comparison_script():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_conversions.py"
-    spec = importlib.util.spec_from_file_location("compare_conversions", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _write_results(path, data, rows):
-    """An evaluation --output file of ``data`` with one question per (document tokens, F1) in ``rows``."""
-    predictions = [asdict(Prediction(f"q{i}", "q", "x", ["x"], "en", n, 1, 0.1, f1, f1)) for i, (n, f1) in enumerate(rows)]
-    path.write_text(json.dumps({"summary": {**summarize([]), "data": data}, "predictions": predictions}))
-    return path
-
-
-def test_conversion_table_pools_files_by_length_and_joins_the_benchmark(tmp_path):
-    script = _load_comparison_script()
-    english = _write_results(tmp_path / "a-en.json", "dev-en.json", [(100, 1.0), (3000, 0.0)])
-    korean = _write_results(tmp_path / "a-ko.json", "dev-ko.json", [(200, 0.5), (9000, 0.25)])
-    other = _write_results(tmp_path / "b.json", "dev-en.json", [(300, 0.0)])
-    bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps([{"model": "bigbird", "length": 4096, "median_s": 1.234, "peak_mb": 99.6},
-                                 {"model": "littlebird", "length": 16384, "median_s": 2.0, "peak_mb": 10.0}]))
-    table = script.main(["--bench", str(bench), "--eval", "littlebird", str(english), str(korean),
-                         "--eval", "bigbird-taper", str(other)]).splitlines()
-    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all "
-                        "| F1 all - littlebird's (95% CI) | 4K s | 16K s | 4K MB | 16K MB |")
-    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | - | 2.00 | - | 10 |"
-    # b.json's one question is a-en.json's q0 (same data file, same id): 0.0 against 1.0, on one question
-    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | -100.0 (-100.0, -100.0) | 1.23 | - | 100 | - |"

@@ -1,19 +1,18 @@
 """The README's comparison of the three conversions: dev F1 by context length, latency and memory.
 
-Joins what ``scripts/compare_conversions.sh`` wrote: the evaluation CLI's ``--output`` files
-(any number per model; their predictions are pooled, so the English and Korean files together
-fill the length buckets) and one ``bench_models.py --json`` file, and prints one Markdown table.
+Joins what ``compare_conversions.sh`` (beside it) wrote: the evaluation CLI's ``--output`` files (any number
+per model; their predictions are pooled, so the English and Korean files together fill the length buckets)
+and one ``benchmarks/bench_models.py --json`` file, and prints one Markdown table.
 
-    python benchmarks/compare_conversions.py --bench runs/eval/bench-conversions.json \\
+    python experiments/conversion-comparison/compare_conversions.py --bench runs/eval/bench-conversions.json \\
         --eval littlebird runs/eval/student-dev-*.json --eval bigbird-taper runs/eval/bigbird-taper-dev-*.json \\
         --eval longformer runs/eval/longformer-dev-*.json
 
-F1 is the evaluation CLI's (SQuAD's for English questions, KorQuAD's for Korean), averaged over
-the questions of a bucket, with their number in brackets. The first ``--eval`` is the reference:
-each other row's F1 difference to it over the questions both answered comes with a 95% interval
-from a paired bootstrap (2,000 resamplings of those questions, ``littlebird.comparison``). Latency
-and memory are one forward of batch 1 at the length named, from ``bench_models.py`` (random weights
-of the models' size).
+F1 is the evaluation CLI's (SQuAD's for English questions, KorQuAD's for Korean), averaged over the questions
+of a bucket, with their number in brackets. The first ``--eval`` is the reference: each other row's F1
+difference to it over the questions both answered comes with a 95% interval from a paired bootstrap (2,000
+resamplings of those questions, ``littlebird.comparison``). Latency and memory are one forward of batch 1 at
+the length named, from ``benchmarks/bench_models.py`` (random weights of the models' size).
 """
 
 import argparse
