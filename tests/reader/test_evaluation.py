@@ -1,10 +1,8 @@
-"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding, and the
-table comparing the three conversions (``benchmarks/compare_conversions.py``)."""
+"""Evaluation metrics: SQuAD v1.1 and KorQuAD normalisation, length buckets, span decoding, and the tables
+of result files (comparisons between result sets: test_comparison.py)."""
 
-import importlib.util
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
 
@@ -98,84 +96,3 @@ def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
     with pytest.raises(ValueError, match="evaluate it again"):
         threshold_report([older], [0.5])
 
-
-def _load_comparison_script():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "compare_conversions.py"
-    spec = importlib.util.spec_from_file_location("compare_conversions", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _write_results(path, data, rows):
-    """An evaluation --output file of ``data`` with one question per (document tokens, F1) in ``rows``."""
-    predictions = [asdict(Prediction(f"q{i}", "q", "x", ["x"], "en", n, 1, 0.1, f1, f1)) for i, (n, f1) in enumerate(rows)]
-    path.write_text(json.dumps({"summary": {**summarize([]), "data": data}, "predictions": predictions}))
-    return path
-
-
-def test_conversion_table_pools_files_by_length_and_joins_the_benchmark(tmp_path):
-    script = _load_comparison_script()
-    english = _write_results(tmp_path / "a-en.json", "dev-en.json", [(100, 1.0), (3000, 0.0)])
-    korean = _write_results(tmp_path / "a-ko.json", "dev-ko.json", [(200, 0.5), (9000, 0.25)])
-    other = _write_results(tmp_path / "b.json", "dev-en.json", [(300, 0.0)])
-    bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps([{"model": "bigbird", "length": 4096, "median_s": 1.234, "peak_mb": 99.6},
-                                 {"model": "littlebird", "length": 16384, "median_s": 2.0, "peak_mb": 10.0}]))
-    table = script.main(["--bench", str(bench), "--eval", "littlebird", str(english), str(korean),
-                         "--eval", "bigbird-taper", str(other)]).splitlines()
-    assert table[0] == ("| conversion | F1 <=512 tokens | F1 2K-4K tokens | F1 >8K tokens | F1 all "
-                        "| F1 all - littlebird's (95% CI) | 4K s | 16K s | 4K MB | 16K MB |")
-    assert table[2] == "| littlebird | 75.0 (2) | 0.0 (1) | 25.0 (1) | 43.8 (4) | - | - | 2.00 | - | 10 |"
-    # b.json's one question is a-en.json's q0 (same data file, same id): 0.0 against 1.0, on one question
-    assert table[3] == "| bigbird-taper | 0.0 (1) | - | - | 0.0 (1) | -100.0 (-100.0, -100.0) | 1.23 | - | 100 | - |"
-
-
-def test_paired_bootstrap_interval_holds_the_mean_difference_and_narrows_with_more_questions():
-    script = _load_comparison_script()
-
-    def rows(f1s):
-        return {("data", f"q{i}"): {"f1": f1} for i, f1 in enumerate(f1s)}
-
-    assert script.paired_bootstrap(rows([0.5] * 8), rows([0.5] * 8)) == (8, 0.0, 0.0, 0.0)
-    few = script.paired_bootstrap(rows([0.0, 1.0] * 5), rows([1.0, 1.0] * 5))
-    many = script.paired_bootstrap(rows([0.0, 1.0] * 200), rows([1.0, 1.0] * 200))
-    assert few[0] == 10 and many[0] == 400 and few[1] == many[1] == 50.0
-    assert few[2] <= 50.0 <= few[3] and many[2] <= 50.0 <= many[3]
-    assert many[3] - many[2] < few[3] - few[2]
-    assert script.paired_bootstrap(rows([0.0]), {("other", "q0"): {"f1": 1.0}})[0] == 0  # nothing in common
-
-
-def test_predictions_pair_across_folders_by_the_dev_file_name(tmp_path):
-    # The same dev file written into two folders (runs/dev, a recipe's own dev/) holds the same questions;
-    # a full-path key paired none of them, so a comparison silently had no questions to compare.
-    script = _load_comparison_script()
-    shipped = _write_results(tmp_path / "shipped.json", "runs/dev/dev-en-paragraph.json", [(100, 0.0), (100, 0.5)])
-    candidate = _write_results(tmp_path / "candidate.json", "runs/recipe/dev/dev-en-paragraph.json",
-                               [(100, 1.0), (100, 0.5)])
-    article = _write_results(tmp_path / "article.json", "runs/dev/dev-en-article.json", [(100, 1.0), (100, 1.0)])
-    n, difference, _, _ = script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([candidate]))
-    assert (n, difference) == (2, 50.0)
-    assert script.paired_bootstrap(script.read_predictions([shipped]), script.read_predictions([article]))[0] == 0
-
-
-def test_evaluation_sets_compare_file_by_file_with_the_tolerance_verdict(tmp_path, monkeypatch):
-    benchmarks = Path(__file__).resolve().parents[2] / "benchmarks"
-    monkeypatch.syspath_prepend(str(benchmarks))
-    spec = importlib.util.spec_from_file_location("compare_evaluations", benchmarks / "compare_evaluations.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-    # file x: B equal to A; file y: B loses 25 points on average (one question of four from 1.0 to 0.0)
-    _write_results(tmp_path / "a" / "x.json", "dev-x.json", [(100, 1.0), (100, 0.5)])
-    _write_results(tmp_path / "b" / "x.json", "dev-x.json", [(100, 1.0), (100, 0.5)])
-    _write_results(tmp_path / "a" / "y.json", "dev-y.json", [(100, 1.0)] * 4)
-    _write_results(tmp_path / "b" / "y.json", "dev-y.json", [(100, 1.0)] * 3 + [(100, 0.0)])
-    rows = script.compare(str(tmp_path / "a" / "{}.json"), str(tmp_path / "b" / "{}.json"), ["x", "y", "missing"])
-    assert [r["file"] for r in rows] == ["x", "y"]  # a file without results on both sides is left out
-    assert rows[0]["difference"] == 0.0 and rows[1]["difference"] == -25.0
-    assert rows[1]["a_f1"] == 100.0 and rows[1]["b_f1"] == 75.0
-    verdict = script.table(rows, "A", "B", tolerance=1.0).splitlines()[-1]
-    assert verdict == "B ahead on all 2 files: no; within 1 F1 of A on all: no"
-    assert script.table(rows[:1], "A", "B", tolerance=1.0).splitlines()[-1].endswith("within 1 F1 of A on all: yes")

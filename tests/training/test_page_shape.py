@@ -203,8 +203,8 @@ def test_page_shaped_dev_file_is_held_out_by_article(tmp_path):
             assert all(p["context"][:20] not in text for p in article["paragraphs"])
 
 
-def _load_benchmark():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "answerable_on_pages.py"
+def _load_study():
+    path = Path(__file__).resolve().parents[2] / "experiments" / "answerable-on-pages" / "answerable_on_pages.py"
     spec = importlib.util.spec_from_file_location("answerable_on_pages", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks its module up
@@ -213,11 +213,11 @@ def _load_benchmark():
 
 
 def test_answerable_share_counts_every_window_of_every_question():
-    benchmark = _load_benchmark()
+    study = _load_study()
     documents = page_shaped_documents(ENGLISH[:1], "en", distractors=ENGLISH, seed=1)
-    sure = benchmark.window_confidence(model_answerable_at(0.95), qa_tokenizer(), documents, max_length=48)
-    unsure = benchmark.window_confidence(model_answerable_at(0.5), qa_tokenizer(), documents, max_length=48)
+    sure = study.window_confidence(model_answerable_at(0.95), qa_tokenizer(), documents, max_length=48)
+    unsure = study.window_confidence(model_answerable_at(0.5), qa_tokenizer(), documents, max_length=48)
     assert sure.questions == unsure.questions == len(source_answers(ENGLISH[:1]))
     assert sure.wrong_windows > 0 and sure.right_windows > 0
     assert sure.shares()[:2] == (1.0, 1.0) and unsure.shares()[:2] == (0.0, 0.0)
-    assert "| wrong > 0.9 |" in benchmark.table([("m", "d.json", sure)], 0.9)
+    assert "| wrong > 0.9 |" in study.table([("m", "d.json", sure)], 0.9)

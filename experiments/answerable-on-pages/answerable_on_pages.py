@@ -10,7 +10,7 @@ One Markdown row per checkpoint and dev file:
 - ``wrong first``: the share of questions whose most confident window lacks the answer.
 
     littlebird dev-files --data-dir ../shared/data --output-dir runs/dev --max-questions 200
-    python benchmarks/answerable_on_pages.py --model assets/littlebird-qa runs/page-shaped/page_shaped/model \\
+    python experiments/answerable-on-pages/answerable_on_pages.py --model assets/littlebird-qa runs/page-shaped/page_shaped/model \\
         --data runs/dev/dev-en-page-shaped.json runs/dev/dev-ko-page-shaped.json --threads 2
 """
 

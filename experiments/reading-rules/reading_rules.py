@@ -8,10 +8,10 @@ reader's own functions (``stop_reason``, ``scored_spans``, ``merge_candidates``,
 The default rule's row reproduces ``littlebird evaluate``'s F1 on the same file.
 
 Prints, per dev file and rule: mean, p90 and largest number of windows read a question (the tail sets the
-slowest question's time: about windows x the time of one window, ``bench_pipeline.py``), F1, and F1 less the
+slowest question's time: about windows x the time of one window, ``benchmarks/bench_pipeline.py``), F1, and F1 less the
 default rule's with a 95% interval from a paired bootstrap (2,000 resamplings of the questions).
 
-    python benchmarks/reading_rules.py --model assets/littlebird-qa --cache runs/rules \\
+    python experiments/reading-rules/reading_rules.py --model assets/littlebird-qa --cache runs/rules \\
         --data runs/dev/dev-en-article.json runs/dev/dev-ko-article.json runs/dev/dev-en-long.json runs/dev/dev-ko-long.json
 
 ``--cache`` keeps each file's window logits (``<cache>/<file>.pkl``), so other ``--rules`` cost no model time.

@@ -2,11 +2,11 @@
 # LittleBird next to the seeds' other two conversions, BigBird + TAPER and Longformer, on equal
 # terms, ending with the README's table (accuracy by context length; latency and memory at 4K and 16K).
 #
-#   scripts/compare_conversions.sh   # after `littlebird train recipes/default.yaml --until-stage teacher` (runs/default/teacher)
+#   experiments/conversion-comparison/compare_conversions.sh   # after `littlebird train recipes/default.yaml --until-stage teacher` (runs/default/teacher)
 #
 # Every step skips what an earlier run already wrote, so a rerun resumes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 DATA=${DATA:-${LITTLEBIRD_DATA:?set LITTLEBIRD_DATA to the data folder}}
 RUNS=${RUNS:-runs}
@@ -63,7 +63,7 @@ done
   --heads 12 --lengths 4096 16384 --json "$RUNS/eval/bench-conversions.json"
 
 # 4. The table.
-python benchmarks/compare_conversions.py --bench "$RUNS/eval/bench-conversions.json" \
+python experiments/conversion-comparison/compare_conversions.py --bench "$RUNS/eval/bench-conversions.json" \
   --eval littlebird "$RUNS"/eval/student-dev-*.json \
   --eval bigbird-taper "$RUNS"/eval/bigbird-taper-dev-*.json \
   --eval longformer "$RUNS"/eval/longformer-dev-*.json \

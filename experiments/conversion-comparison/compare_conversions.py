@@ -1,65 +1,29 @@
 """The README's comparison of the three conversions: dev F1 by context length, latency and memory.
 
-Joins what ``scripts/compare_conversions.sh`` wrote: the evaluation CLI's ``--output`` files
-(any number per model; their predictions are pooled, so the English and Korean files together
-fill the length buckets) and one ``bench_models.py --json`` file, and prints one Markdown table.
+Joins what ``compare_conversions.sh`` (beside it) wrote: the evaluation CLI's ``--output`` files (any number
+per model; their predictions are pooled, so the English and Korean files together fill the length buckets)
+and one ``benchmarks/bench_models.py --json`` file, and prints one Markdown table.
 
-    python benchmarks/compare_conversions.py --bench runs/eval/bench-conversions.json \\
+    python experiments/conversion-comparison/compare_conversions.py --bench runs/eval/bench-conversions.json \\
         --eval littlebird runs/eval/student-dev-*.json --eval bigbird-taper runs/eval/bigbird-taper-dev-*.json \\
         --eval longformer runs/eval/longformer-dev-*.json
 
-F1 is the evaluation CLI's (SQuAD's for English questions, KorQuAD's for Korean), averaged over
-the questions of a bucket, with their number in brackets. The first ``--eval`` is the reference:
-each other row's F1 difference to it over the questions both answered comes with a 95% interval
-from a paired bootstrap (2,000 resamplings of those questions). Latency and memory are one forward
-of batch 1 at the length named, from ``bench_models.py`` (random weights of the models' size).
+F1 is the evaluation CLI's (SQuAD's for English questions, KorQuAD's for Korean), averaged over the questions
+of a bucket, with their number in brackets. The first ``--eval`` is the reference: each other row's F1
+difference to it over the questions both answered comes with a 95% interval from a paired bootstrap (2,000
+resamplings of those questions, ``littlebird.comparison``). Latency and memory are one forward of batch 1 at
+the length named, from ``benchmarks/bench_models.py`` (random weights of the models' size).
 """
 
 import argparse
 import json
-import random
-import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-from littlebird.evaluation import LENGTH_BUCKETS, length_bucket  # noqa: E402
+from littlebird.comparison import paired_bootstrap, pooled_f1, read_predictions
+from littlebird.evaluation import LENGTH_BUCKETS
 
 # the evaluation names of the conversions -> bench_models.py's model names
 BENCH_NAMES = {"littlebird": "littlebird", "bigbird-taper": "bigbird", "longformer": "longformer"}
-
-
-def read_predictions(paths: list[Path]) -> dict[tuple[str, str], dict]:
-    """(data file's name, question id) -> prediction row, over every ``--output`` file in ``paths``. The
-    name, not the path: the same dev file written into two folders holds the same questions."""
-    rows = {}
-    for path in paths:
-        result = json.loads(Path(path).read_text())
-        for row in result["predictions"]:
-            rows[(Path(result["summary"].get("data", str(path))).name, row["id"])] = row
-    return rows
-
-
-def paired_bootstrap(reference: dict, other: dict, *, rounds: int = 2000, seed: int = 0) -> tuple[int, float, float, float]:
-    """Mean F1 difference (other - reference, percent) over the questions both answered, with a
-    95% interval from resampling those questions -> (questions, difference, low, high)."""
-    keys = sorted(set(reference) & set(other))
-    if not keys:
-        return 0, float("nan"), float("nan"), float("nan")
-    differences = [100 * (other[k]["f1"] - reference[k]["f1"]) for k in keys]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(differences, k=len(differences))) for _ in range(rounds))
-    return len(keys), statistics.fmean(differences), means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
-
-
-def pooled_f1(predictions: dict) -> dict[str, tuple[int, float]]:
-    """Bucket name (and "all") -> (questions, mean F1 in percent) over ``read_predictions``' rows."""
-    rows = list(predictions.values())
-    buckets: dict[str, list[float]] = {}
-    for row in rows:
-        buckets.setdefault(length_bucket(row["n_tokens"]), []).append(row["f1"])
-    buckets["all"] = [row["f1"] for row in rows]
-    return {name: (len(f1s), 100 * statistics.fmean(f1s)) for name, f1s in buckets.items() if f1s}
 
 
 def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
