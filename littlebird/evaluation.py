@@ -318,8 +318,6 @@ def main(argv=None) -> dict | None:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
         return None
     if args.compare:
-        from .comparison import compare_results
-
         try:
             print(compare_results(*args.compare, files=args.files, names=tuple(args.names), tolerance=args.tolerance))
         except ValueError as error:
