@@ -238,7 +238,7 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
 
 
 def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
-    view, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    _, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
     summary, _, _ = explain(target)
     plots = explore(summary, TEST_MODEL, layer=0, head=2)
     assert "layer 0 head 2" in plots["pack"].layout.title.text
@@ -247,7 +247,7 @@ def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
 
 
 def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_head(settings):
-    view, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    _, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
     summary, plots, _ = explain(target, layer=1, head=2, metric="distance")
     assert "distance" in plots["atlas"].layout.title.text
     cells = atlas_cells(summary, "distance")
@@ -303,7 +303,7 @@ def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settin
     assert reading_map.layout.shapes[0].x0 == unread - 0.5  # the window explored is shaded
     with pytest.raises(ValueError, match="no window 9999"):
         target.aimed(WindowChoice(9999))
-    with pytest.raises(ValueError, match="AnswerChoice or a WindowChoice"):
+    with pytest.raises(TypeError, match="AnswerChoice or a WindowChoice"):
         target.aimed("answer:0")
 
 
@@ -632,7 +632,7 @@ def test_the_explorer_opens_on_the_answers_window_from_what_the_reading_kept(set
 
     CAPTURES.clear()
     loaded = models.load_model(TEST_MODEL)
-    view, target = ask_as_the_page("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=BELLS)
+    _, target = ask_as_the_page("paste", "When was the bell cast?", replace(settings, max_length=512, max_windows=3), pasted=BELLS)
     capture = CAPTURES.get(capture_key(target))
     assert len(CAPTURES) == 1 and capture is not None and capture.pack_inputs
     passes = []

@@ -327,7 +327,7 @@ def pack_slot_reads(
 
 
 def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, head: int | None = None) -> go.Figure:
-    """One head metric (a key of ``app.head_metrics.METRICS``) for every layer (rows) and head (columns).
+    """One head metric (a key of ``explorer.head_metrics.METRICS``) for every layer (rows) and head (columns).
 
     ``values`` is (layers, heads), as ``AttentionSummary.head_metrics[metric]``. Shares of attention
     are drawn on a fixed 0..1 scale, so two windows' atlases compare; distance and entropy on their
@@ -364,7 +364,7 @@ def rollout_map(
     block_size: int,
     answer_block_range: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """Attention rollout through both routes (``app.rollout``): one panel per token followed.
+    """Attention rollout through both routes (``explorer.rollout``): one panel per token followed.
 
     ``rollout`` is (layers, tokens, blocks): where the token's final representation draws from in each layer's
     input, layer 0 at the bottom being the embeddings; ``pack_share`` (layers, tokens) is the share of what each

@@ -48,8 +48,8 @@ class AttentionSummary:
     answer_block_range: tuple[int, int] | None  # first and last block holding the answer
     question_blocks: int  # blocks covered by [CLS] + question + [SEP]
     block_labels: tuple[str, ...]  # nb hover labels: where each block starts
-    head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of app.head_metrics.METRICS -> (L, h)
-    # app.rollout: the chosen tokens' rows down the layers, float32 (small: k <= 3 rows a layer)
+    head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of explorer.head_metrics.METRICS -> (L, h)
+    # explorer.rollout: the chosen tokens' rows down the layers, float32 (small: k <= 3 rows a layer)
     rollout: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.float32))  # (L, k, nb)
     rollout_pack_share: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (L, k)
     rollout_tokens: tuple[str, ...] = ()  # k labels: [CLS], the answer's first and last tokens
@@ -131,7 +131,7 @@ class LayerSummary:
     answer_pack: np.ndarray  # (h, a, s)
     pack_reads: np.ndarray  # (h, s, nb)
     head_metrics: dict[str, np.ndarray]  # (h,) per metric
-    mixing: LayerMixing | None = None  # the layer's block-level mixing, for the rollout (app.rollout)
+    mixing: LayerMixing | None = None  # the layer's block-level mixing, for the rollout (explorer.rollout)
 
 
 def summarize_layer(
@@ -268,7 +268,7 @@ def answer_positions(window: Any, answer_span: tuple[int, int] | None) -> list[i
 
 @dataclass(frozen=True)
 class LayerReduction:
-    """``reduce_layer`` for ``littlebird.reader.window_attention``: ``summarize_layer`` of each layer as the
+    """``reduce_layer`` for ``explorer.window.window_attention``: ``summarize_layer`` of each layer as the
     model computes it, so the window's summary never needs more than one layer's weights at a time."""
 
     answer_span: tuple[int, int] | None
@@ -282,7 +282,7 @@ class LayerReduction:
 
 
 def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
-    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of one window of a reading.
+    """``summarize_attention`` for the ``explorer.window.WindowAttention`` of one window of a reading.
 
     ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
     special and question tokens); the answer's tokens are the document tokens overlapping

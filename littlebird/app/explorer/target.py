@@ -94,7 +94,7 @@ class ExplorerTarget:
                 raise ValueError(f"there are {len(self.answers)} answers, so no answer {aim.index}")
             return replace(self, window=self._window_read(self.answers[aim.index].window), answer=aim.index)
         if not isinstance(aim, WindowChoice):
-            raise ValueError(f"aim the explorer with an AnswerChoice or a WindowChoice, got {aim!r}")
+            raise TypeError(f"aim the explorer with an AnswerChoice or a WindowChoice, got {aim!r}")
         if not 0 <= aim.index < len(self.windows):
             raise ValueError(f"the document has {len(self.windows)} windows, so no window {aim.index}")
         reading_index = self.windows[aim.index].read
