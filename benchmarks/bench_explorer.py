@@ -3,20 +3,21 @@
 For each window length (default 1,024 and 8,192 tokens) the shipped checkpoint answers a question about a
 long document (the four example pages, cleaned and joined: ~15K tokens), as the app does, and then:
 
-- ``open``: ``app.asking.explain`` on the best answer's window (each layer's attention weights rebuilt from
+- ``open``: ``app.explorer.explaining.explain`` on the best answer's window (each layer's attention weights rebuilt from
   the layer inputs the question's reading kept of that window, and reduced; the figures drawn) and the
   figures' JSON, which is what the page receives; once, as after a question (after
-  ``app.asking.warm_explorer``, as the app runs it at start), ``open again`` for the same window, and
+  ``explaining.warm_explorer``, as the app runs it at start), ``open again`` for the same window, and
   ``open, not kept``: a window whose inputs were not kept (another window, or one the reading let go), which
   is run again with attention weights, each layer reduced as the model computes it;
-- ``ask``: the question itself through ``app.asking.ask`` (the reading keeps its windows' layer inputs), and
-  ``ask, keeping none``: the same with ``explorable=False``, as the API asks, each the median of 3;
-- ``slider``: redrawing for another layer or head (``app.explorer.explore``: block map, answer tokens,
+- ``ask``: the question itself through ``app.asking.ask`` as the page asks it (the reading keeps its windows'
+  layer inputs, ``observe=ReadingInputs.keeping``, and ``explaining.after_reading`` keeps the best answer's
+  window's), and ``ask, keeping none``: the same without ``observe``, as the API asks, each the median of 3;
+- ``slider``: redrawing for another layer or head (``app.explorer.plots.explore``: block map, answer tokens,
   pack slots, BiALiBi curves and head atlas) and its JSON, median of 6;
 - ``metric``: another head-atlas metric (``atlas_figure`` and the menu's ``atlas_cells``), median of 5;
-- ``token``: the any-token view for another layer, head and token (``app.asking.explain_token``: its keys
+- ``token``: the any-token view for another layer, head and token (``explaining.explain_token``: its keys
   projected from the layer inputs the pass kept, and the figure's JSON), median of 6, and ``token MB``, what
-  those layer inputs take (``app.token_view.TokenCapture.nbytes``; the explorer keeps two windows');
+  those layer inputs take (``app.explorer.capture.TokenCapture.nbytes``; the explorer keeps two windows');
 - ``plain read``: the same window read as a question reads it (``littlebird.reader.read``, one window, no
   attention weights), the baseline the open's time compares with;
 - ``peak MB``: peak RSS growth while the explorer opens, over the process after the question (the model
@@ -77,18 +78,29 @@ def figures_json(plots: dict) -> int:
 def measure(length: int, what: str, threads: int) -> dict:
     """One measurement at one window length, in this process (see the module docstring)."""
     torch.set_num_threads(threads)
-    from littlebird.app import asking, explorer, figures, token_view
-    from littlebird.app.head_metrics import METRICS
+    from littlebird.app import asking
+    from littlebird.app.explorer import plots as explorer
+    from littlebird.app.explorer.cache import CAPTURES, capture_key
+    from littlebird.app.explorer.capture import ReadingInputs
+    from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
+    from littlebird.app.explorer.head_metrics import METRICS
+    from littlebird.app.explorer.reductions import summarize_window
+    from littlebird.app.explorer.window import window_attention
     from littlebird.app.models import load_model
-    from littlebird.reader import ReadingOptions, read, window_attention
+    from littlebird.reader import ReadingOptions, read
+
+    def ask(keeping: bool):
+        """The question as the page asks it (keeping the windows' layer inputs) or as the API does."""
+        kept = ReadingInputs() if keeping else None
+        view = asking.ask("paste", question, settings, pasted=text, observe=kept.keeping if keeping else None)
+        return view, after_reading(view, question, settings, kept)
 
     loaded = load_model(None)
     if what == "explorer":
-        asking.warm_explorer()  # as the app does at start: the first open below is a user's first
+        warm_explorer()  # as the app does at start: the first open below is a user's first
     text, question = example_text()
     settings = asking.Settings(reading=ReadingOptions(max_length=length))
-    view = asking.ask("paste", question, settings, pasted=text)
-    target = view.explorer
+    view, target = ask(keeping=True)
     document = view.document
     row = {"length": length, "what": what}
     reset_peak_rss()
@@ -98,13 +110,13 @@ def measure(length: int, what: str, threads: int) -> dict:
 
         def open_explorer():
             nonlocal summary
-            summary, plots, _ = asking.explain(target, layer=0, head=0)
+            summary, plots, _ = explain(target, layer=0, head=0)
             row["json_kb"] = figures_json(plots) / 1000
 
         row["open_s"] = seconds(open_explorer)
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
         row["open_again_s"] = seconds(open_explorer)
-        token_view.CAPTURES.clear()
+        CAPTURES.clear()
         row["open_pass_s"] = seconds(open_explorer)
         row["window_tokens"] = summary.n_tokens  # [CLS] [QUESTION] question [SEP] and the window's document tokens
         heads = [(layer, head) for layer in range(loaded.num_layers) for head in range(loaded.num_heads)][1:7]
@@ -120,27 +132,26 @@ def measure(length: int, what: str, threads: int) -> dict:
         n = summary.n_tokens
         picks = [(layer, head, n * k // 6) for k, (layer, head) in enumerate(heads)]
         row["token_s"] = statistics.median(
-            seconds(lambda: asking.explain_token(target, layer=layer, head=head, token=token)[1].to_json())
+            seconds(lambda: explain_token(target, layer=layer, head=head, token=token)[1].to_json())
             for layer, head, token in picks
         )
-        row["token_mb"] = token_view.CAPTURES.get(token_view.capture_key(target)).nbytes / 2**20
+        row["token_mb"] = CAPTURES.get(capture_key(target)).nbytes / 2**20
         row["summary_mb"] = sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack",
                                                                           "pack_reads")) / 2**20
-        for explorable, name in ((False, "ask_plain_s"), (True, "ask_s")):  # last: they refill the kept windows
-            row[name] = statistics.median(
-                seconds(lambda: asking.ask("paste", question, settings, pasted=text, explorable=explorable))
-                for _ in range(3))
+        for keeping, name in ((False, "ask_plain_s"), (True, "ask_s")):  # last: they refill the kept windows
+            row[name] = statistics.median(seconds(lambda: ask(keeping)) for _ in range(3))
     elif what == "read":
-        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text, model_to_text=document.model_to_text,
-            options=ReadingOptions(max_length=length, max_windows=1)))
+        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
+                                             model_text=document.model_text, model_to_text=document.model_to_text,
+                                             options=ReadingOptions(max_length=length, max_windows=1)))
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
     elif what == "held":
         def held():
             window = window_attention(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
                                       document_start=target.document_start, model_text=document.model_text,
                                       model_to_text=document.model_to_text, max_length=length)
-            figures.summarize_window(window, text=document.text, answer_span=target.answer_span,
-                                     block_size=loaded.block_size)
+            summarize_window(window, text=document.text, answer_span=target.answer_span,
+                             block_size=loaded.block_size)
 
         row["open_s"] = seconds(held)
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20

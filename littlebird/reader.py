@@ -34,8 +34,8 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -553,16 +553,6 @@ def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, ti
 
 
 # --------------------------------------------------------------------------- reading
-@dataclass
-class WindowAttention:
-    """What the model attended to in one window: the input of an ``attention_summary`` hook."""
-
-    attentions: tuple  # the model's ``attentions`` for this window (batch of one), or per layer what reduce_layer made of them
-    token_spans: list[tuple[int, int]]  # per input token, [start, end) in the shown text; (-1, -1) if none
-    tokens: list[str]  # per input token, the tokenizer's piece
-    question_length: int  # tokens of [CLS] [QUESTION] question [SEP], before the document
-    window: int
-    document_tokens: tuple[int, int]  # the window's range of document token indices
 
 
 @dataclass(frozen=True)
@@ -595,8 +585,7 @@ class Reading:
     n_tokens: int  # document tokens
     window_token_spans: list[tuple[int, int]]  # document token range [start, end) of each window read, in reading order
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP]
-    timings: dict[str, float] = field(default_factory=dict)  # seconds: tokenize, rank, model, decode (+ attention)
-    attention: Any = None  # what ``attention_summary`` made of the best answer's window
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: tokenize, rank, (glimpse,) model, decode
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
     note: str | None = None  # a sentence for the user when only part of the document was read
     stopped: str | None = None  # why ranked windows were left unread: "found", "nothing found" or "glimpsed" (see read)
@@ -639,70 +628,6 @@ def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None
             "a question that repeats the document's own words finds its part best.")
 
 
-def _attention_layers(model) -> list:
-    """The layers of a LittleBird encoder in ``model``, whose outputs end with their attention weights; []
-    for other models (the teacher's BERT encoder)."""
-    from .modeling_littlebird import LittleBirdLayer
-
-    encoder = getattr(getattr(model, "base_model", None), "encoder", None)
-    return [layer for layer in getattr(encoder, "layer", ()) if isinstance(layer, LittleBirdLayer)]
-
-
-def _layout(tokenizer, input_ids, attention_mask, window: int, prefix_length: int, document_start: int,
-            encoded: EncodedText) -> WindowAttention:
-    """Window ``window`` of ``input_ids`` as a WindowAttention without attentions: its tokens and their spans."""
-    n = int(attention_mask[window].sum())
-    n_document = n - prefix_length
-    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
-    return WindowAttention(attentions=(), token_spans=spans,
-                           tokens=tokenizer.convert_ids_to_tokens(input_ids[window, :n].tolist()),
-                           question_length=prefix_length, window=window,
-                           document_tokens=(document_start, document_start + n_document))
-
-
-def _window_attention(model, tokenizer, input_ids, attention_mask, window: int, prefix_length: int,
-                      document_start: int, encoded: EncodedText,
-                      reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
-    """Run one window again with attention weights: only a plot needs them, so other reads never pay.
-
-    With ``reduce_layer``, ``WindowAttention.attentions`` holds ``reduce_layer(window, weights)`` of each layer
-    instead of its weights, taken as each layer returns them (a forward hook), so that only one layer's
-    weights exist at a time: a layer's compact weights of an 8K-token window take ~150 MB.
-    """
-    found = _layout(tokenizer, input_ids, attention_mask, window, prefix_length, document_start, encoded)
-    n = len(found.tokens)
-    ids = input_ids[window : window + 1, :n]
-    reduced = []
-    owner = threading.get_ident()
-
-    def take(layer, args, output):
-        x, p, weights = output
-        if threading.get_ident() != owner or weights is None:
-            return output  # another question on the same model, served meanwhile by another thread
-        reduced.append(reduce_layer(found, replace(weights, length=n)))
-        return x, p, None  # the encoder keeps nothing of this layer's weights
-
-    layers = _attention_layers(model) if reduce_layer is not None else []
-    hooks = [layer.register_forward_hook(take) for layer in layers]
-    with torch.inference_mode():
-        try:
-            out = model(input_ids=ids.to(model_device(model)),
-                        attention_mask=attention_mask[window : window + 1, :n].to(model_device(model)),
-                        output_attentions=True)
-        except TypeError:  # a model without attention outputs (the baselines): the plot is optional
-            return None
-        finally:
-            for hook in hooks:
-                hook.remove()
-    if layers:
-        found.attentions = tuple(reduced)
-    elif not out.attentions:
-        return None
-    else:
-        found.attentions = out.attentions if reduce_layer is None else tuple(reduce_layer(found, a) for a in out.attentions)
-    return found
-
-
 def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
                    lexical: np.ndarray | None, order: Sequence[int], answerable_logits: np.ndarray,
                    best_span_scores: np.ndarray, glimpses: dict[int, float] | None = None) -> list[WindowRecord]:
@@ -734,15 +659,6 @@ def glimpse_starts(centres: Sequence[int], starts: Sequence[int], capacity: int,
     return out
 
 
-_GLIMPSING = threading.local()
-
-
-def glimpsing() -> bool:
-    """Whether this thread's model pass is one of glimpses (:func:`glimpse_logits`), not a window read in full: the
-    app's hooks that keep the windows read for the attention explorer pass over it."""
-    return getattr(_GLIMPSING, "on", False)
-
-
 def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], question_ids: Sequence[int],
                    document_ids: np.ndarray, starts: Sequence[int], capacity: int, glimpse_tokens: int, *,
                    top_k_starts: int = TOP_K_STARTS, max_answer_length: int = MAX_ANSWER_LENGTH,
@@ -756,12 +672,8 @@ def glimpse_logits(model, tokenizer, ids: SpecialIds, prefix: Sequence[int], que
     glimpse_ids, glimpse_mask = build_windows(
         prefix, document_ids, glimpse_starts(centres, starts, capacity, n_tokens, glimpse_capacity), glimpse_capacity,
         ids.pad)
-    _GLIMPSING.on = True
-    try:
-        seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
-                           max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
-    finally:
-        _GLIMPSING.on = False
+    seen = run_windows(model, glimpse_ids, glimpse_mask, top_k_starts=min(top_k_starts, glimpse_ids.shape[1]),
+                       max_answer_length=max_answer_length, batch_size=len(starts), should_stop=should_stop)
     return np.asarray(seen.answerable_logits, dtype=np.float64)
 
 
@@ -897,9 +809,8 @@ def prepare_model(model, options: ReadingOptions) -> None:
 
 def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions = DEFAULT_READING,
          model_text: str | None = None, model_to_text=None, tidy: Tidy | None = None,
-         attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-         on_window: Callable[[int, int], None] | None = None,
-         should_stop: Callable[[], bool] | None = None) -> Reading:
+         on_window: Callable[[int, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
+         on_pass: Callable[[str], None] | None = None) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``options`` (:class:`ReadingOptions`) is the one way to set the reading: the windows, how many are read and
@@ -909,9 +820,7 @@ def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions 
     ``text`` is the document as shown; the model reads ``model_text`` (default: ``text``), whose
     character ``i`` is ``text[model_to_text[i]]`` or an inserted tag (-1). Answers are spans of
     ``text``. ``tidy(text, start, end)`` narrows each candidate span (e.g.
-    :func:`littlebird.answer_text.tidy_answer_span`). ``attention_summary(window, best_answer)``,
-    if given, receives the best answer's window with the model's attention weights, and its
-    result is returned as ``Reading.attention``. A document without text gives no answers and no
+    :func:`littlebird.answer_text.tidy_answer_span`). A document without text gives no answers and no
     windows.
 
     Windows are read best-ranked first, and ``Reading.window_token_spans`` lists them so;
@@ -921,9 +830,13 @@ def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions 
     ``Reading.n_windows`` is below ``Reading.windows_planned`` and ``Reading.note`` says how much
     was read. ``on_window(done, total)`` is called after each model call, for progress bars.
 
-    ``should_stop()``, when given, is asked before each model call (each window, and the rerun
-    for ``attention_summary``); once it returns True the reading raises :class:`ReadingStopped`,
-    so a question nobody waits for any more frees the machine after the window in progress.
+    ``should_stop()``, when given, is asked before each model call; once it returns True the reading raises
+    :class:`ReadingStopped`, so a question nobody waits for any more frees the machine after the window in
+    progress.
+
+    ``on_pass(kind)``, when given, is told what the model's next passes are: "glimpse" before the glimpses'
+    batch, "read" before the windows read in full. Hooks on the model that keep what a window's pass leaves
+    (the app's attention explorer) tell the two apart by it; the reading itself does not change.
     """
     o = options
     prepare_model(model, o)
@@ -955,6 +868,8 @@ def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions 
     glimpses = None
     if o.glimpse_tokens is not None and o.rank_windows and o.max_windows is not None and len(order) > GLIMPSE_ABOVE:
         clock = time.perf_counter()
+        if on_pass is not None:
+            on_pass("glimpse")
         seen = glimpse_logits(model, tokenizer, ids, prefix, question_ids[: question_cap(max_length)], encoded.input_ids,
                               starts, capacity, o.glimpse_tokens, top_k_starts=o.top_k_starts,
                               max_answer_length=o.max_answer_length, should_stop=should_stop)
@@ -965,6 +880,8 @@ def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions 
         timings["glimpse"] = time.perf_counter() - clock
     clock = time.perf_counter()
     input_ids, attention_mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
+    if on_pass is not None:
+        on_pass("read")
     enough = None
     if o.rank_windows and o.max_windows is not None and (o.stop_confidence is not None or o.give_up_below is not None):
         enough = lambda so_far: stop_reason(so_far, o.stop_confidence, o.give_up_below) is not None  # noqa: E731
@@ -994,53 +911,6 @@ def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions 
                                                               glimpses))
     if len(starts) < planned:
         reading.note = reading_note(reading, timed_out=timed_out, time_budget=o.time_budget)
-    if attention_summary is not None:
-        _check(should_stop)
-        clock = time.perf_counter()
-        window = answers[0].window if answers else 0
-        raw = _window_attention(model, tokenizer, input_ids, attention_mask, window, len(prefix), starts[window], encoded)
-        reading.attention = None if raw is None else attention_summary(raw, answers[0] if answers else None)
-        timings["attention"] = time.perf_counter() - clock
     return reading
 
-
-def window_attention(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH,
-                     reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
-    """The model's attention over one window of a reading, computed again when someone wants to see it.
-
-    The window is the one :func:`read` read from document token ``document_start`` (the start of one of
-    ``Reading.windows``, read or not) with the same ``question``, document and ``max_length``; the
-    document's tokens come from :func:`encode_text`'s cache. ``reduce_layer(window, weights)``, when
-    given, reduces each layer's weights as the model computes them, and ``WindowAttention.attentions``
-    holds what it made of them: only one layer's weights are held at a time. None for a model without
-    attention outputs (the baselines) or a document without tokens.
-    """
-    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
-                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
-    return None if inputs is None else _window_attention(model, tokenizer, *inputs, reduce_layer)
-
-
-def window_layout(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                  model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH) -> WindowAttention | None:
-    """The window of :func:`window_attention` without running the model: its tokens, their spans in ``text`` and
-    the question's length, with no ``attentions``. None for a document without tokens."""
-    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
-                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
-    return None if inputs is None else _layout(tokenizer, *inputs)
-
-
-def _explained_window(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None,
-                      model_to_text, max_length: int | None) -> tuple | None:
-    """(input_ids, attention_mask, window 0, prefix length, document_start, EncodedText) of the window
-    :func:`read` read from ``document_start``, as :func:`_window_attention` takes them; None without tokens."""
-    max_length = window_length(model, max_length)
-    ids = special_ids(tokenizer, model)
-    encoded = encode_text(text if model_text is None else model_text, tokenizer, text=text, model_to_text=model_to_text)
-    if len(encoded.input_ids) == 0:
-        return None
-    prefix = question_prefix(tokenize_questions([question], tokenizer)[0], ids, max_length)
-    capacity = window_capacity(len(encoded.input_ids), len(prefix), max_length)
-    input_ids, attention_mask = build_windows(prefix, encoded.input_ids, [document_start], capacity, ids.pad)
-    return input_ids, attention_mask, 0, len(prefix), document_start, encoded
 

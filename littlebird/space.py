@@ -59,7 +59,7 @@ HARDWARE = {
     # A free Space's CPU: the CPU-only wheel (about 200 MB) rather than PyPI's, which pulls several GB of CUDA.
     "cpu": Hardware(("--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"), (),
                     "cpu-basic"),
-    # ZeroGPU lends a GPU per call of a function wrapped in spaces.GPU (littlebird.app.asking._gpu_task).
+    # ZeroGPU lends a GPU per call of a function wrapped in spaces.GPU (littlebird.app.asking.gpu_task).
     "zero-gpu": Hardware((f"torch=={TORCH_VERSION}",), ("spaces",), "zero-a10g"),
     "gpu": Hardware((f"torch=={TORCH_VERSION}",), (), "t4-small"),
 }

@@ -3,21 +3,19 @@
 The reading itself (layout, windows, decoding, merging, the no-answer rule) is the reader the
 evaluation scores; this module adds the app's tidying (punctuation, Korean particles), the
 question's language, the device, and a sentence for the user when there is no clear answer.
-:func:`answer_question` gives the answers; :func:`answer_with_attention` also gives, beside
-them, what the caller made of the best answer's attention.
+:func:`answer_question` gives the answers.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from littlebird.app.clean import Document
 from littlebird.app.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
-from littlebird.reader import (DEFAULT_READING, Answer, ReadingOptions, WindowAttention, WindowRecord, encode_text,
-                               model_device, read)
+from littlebird.reader import DEFAULT_READING, Answer, ReadingOptions, WindowRecord, encode_text, model_device, read
 
-__all__ = ["Answer", "QAResult", "answer_question", "answer_with_attention"]
+__all__ = ["Answer", "QAResult", "answer_question"]
 
 
 @dataclass
@@ -27,7 +25,7 @@ class QAResult:
     answers: list[Answer]  # n-best, best first; kept even when ``no_answer`` so nothing is lost
     no_answer: bool
     answerable_probability: float
-    timings: dict[str, float]  # seconds: "fetch", "clean", "tokenize", "model", "decode" (+ "attention")
+    timings: dict[str, float]  # seconds: "fetch", "clean", "tokenize", "model", "decode"
     n_tokens: int  # document tokens
     n_windows: int  # windows the model read
     question_language: str
@@ -51,28 +49,17 @@ def _message(result: QAResult, document: Document) -> str | None:
     return message
 
 
-def answer_question(document: Document, question: str, **arguments) -> QAResult:
-    """Answer ``question`` from ``document``: :func:`answer_with_attention` without the attention.
-
-    Takes the same arguments (``model``, ``tokenizer`` and ``options`` among them), except ``attention_summary``.
-    """
-    result, _ = answer_with_attention(document, question, attention_summary=None, **arguments)
-    return result
-
-
-def answer_with_attention(document: Document, question: str, *, model, tokenizer,
-                          options: ReadingOptions = DEFAULT_READING,
-                          attention_summary: Callable[[WindowAttention, Answer | None], Any] | None = None,
-                          max_tokens: int | None = None, on_window: Callable[[int, int], None] | None = None,
-                          should_stop: Callable[[], bool] | None = None) -> tuple[QAResult, Any]:
+def answer_question(document: Document, question: str, *, model, tokenizer, options: ReadingOptions = DEFAULT_READING,
+                    max_tokens: int | None = None, on_window: Callable[[int, int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None,
+                    on_pass: Callable[[str], None] | None = None) -> QAResult:
     """Answer ``question`` from ``document`` with an extractive QA model (LittleBird, teacher or baseline).
 
     Returns the result, with up to ``options.n_best`` answers as spans of ``document.text`` tidied with
-    :func:`littlebird.answer_text.tidy_answer_span`, and beside it what ``attention_summary`` made of
-    the best answer's window (None when it is not given or the model has no attention to show). ``options``
-    (:class:`littlebird.reader.ReadingOptions`) set the reading: the windows, how many are read, the time
-    budget, the no-answer threshold. An empty question or a document without text gives a result with a
-    ``message``, never an exception.
+    :func:`littlebird.answer_text.tidy_answer_span`. ``options`` (:class:`littlebird.reader.ReadingOptions`)
+    set the reading: the windows, how many are read, the time budget, the no-answer threshold; see
+    :func:`littlebird.reader.read` for ``on_pass``. An empty question or a document without text gives a result
+    with a ``message``, never an exception.
 
     ``max_tokens``: a document with more tokens is refused with a DocumentError before the model
     runs (None: no limit). ``on_window`` and ``should_stop`` go to the reader: when
@@ -86,13 +73,13 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
     if not any(ch.isalnum() for ch in question):
         timings.update(tokenize=0.0, model=0.0, decode=0.0)
         return QAResult([], True, 0.0, timings, 0, 0, question_language, device, [],
-                        message="Please type a question about the document."), None
+                        message="Please type a question about the document.")
     if max_tokens is not None:  # tokenized once: the reader finds these tokens in its cache
         encoded = encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
         check_tokens(len(encoded.input_ids), max_tokens)
     reading = read(question, document.text, model=model, tokenizer=tokenizer, options=options,
                    model_text=document.model_text, model_to_text=document.model_to_text, tidy=tidy_answer_span,
-                   attention_summary=attention_summary, on_window=on_window, should_stop=should_stop)
+                   on_window=on_window, should_stop=should_stop, on_pass=on_pass)
     timings.update(reading.timings)
     result = QAResult(reading.answers, reading.no_answer, reading.answerable_probability, timings, reading.n_tokens,
                       reading.n_windows, question_language, device, reading.window_token_spans,
@@ -101,7 +88,7 @@ def answer_with_attention(document: Document, question: str, *, model, tokenizer
         result.message = "The document has no text to search."
     else:
         result.message = " ".join(m for m in (reading.note, _message(result, document)) if m) or None
-    return result, reading.attention
+    return result
 
 
 # Five windows of plain text: the reader's whole path (tokenizing, ranking, several windows, decoding).

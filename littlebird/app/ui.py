@@ -2,8 +2,8 @@
 
 The work behind the events lives in modules of its own, which take and return plain data:
 ``app.asking`` (a question, for the page and the /answer API), ``app.documents``, ``app.models``,
-``app.payloads``, ``app.explorer`` and ``app.examples``; ``app.cancellation`` says which questions
-are still wanted. Tests call those directly; the browser test checks the wiring here.
+``app.payloads``, ``app.explorer`` (the attention explorer's package) and ``app.examples``;
+``app.cancellation`` says which questions are still wanted. Tests call those directly; the browser test checks the wiring here.
 """
 
 from __future__ import annotations
@@ -21,20 +21,20 @@ from littlebird.app.asking import (
     Settings,
     answer_document,
     ask,
-    explain,
-    explain_token,
-    warm_explorer,
 )
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.errors import DocumentError
 from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import EXAMPLES_DIR, choose_example, load_examples
-from littlebird.app.explorer import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots, reading_map_figure,
-                                     rollout_document, rollout_figure, slopes_figure)
-from littlebird.app.explorer_file import export_view
-from littlebird.app.token_view import token_message
+from littlebird.app.explorer.capture import ReadingInputs
+from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
+from littlebird.app.explorer.export import export_view
+from littlebird.app.explorer.head_metrics import METRICS
+from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots,
+                                           reading_map_figure, rollout_document, rollout_figure, slopes_figure)
+from littlebird.app.explorer.target import Aim, AnswerChoice, ExplorerTarget, WindowChoice
+from littlebird.app.explorer.token_figure import token_message
 from littlebird.app.upload import ALLOWED_SUFFIXES
-from littlebird.app.head_metrics import METRICS
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
@@ -101,6 +101,27 @@ example; a PDF's answer comes with its page. The model reads windows of
 {DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
 question, a short glimpse of each, and in full at most the {GLIMPSE_KEEP} that look likeliest to hold the answer ({seconds});
 the answer says how much it read."""
+
+
+def aim_value(aim: Aim) -> str:
+    """The explorer's aim as the value of the page's menu ("answer:K" or "window:W")."""
+    return f"answer:{aim.index}" if isinstance(aim, AnswerChoice) else f"window:{aim.index}"
+
+
+def aim_of(value: str) -> Aim:
+    """The aim of a value of the page's menu (:func:`aim_value`)."""
+    kind, _, number = (value or "").partition(":")
+    if kind not in ("answer", "window") or not number.isdigit():
+        raise ValueError(f"the explorer's menu holds 'answer:K' or 'window:W', got {value!r}")
+    return AnswerChoice(int(number)) if kind == "answer" else WindowChoice(int(number))
+
+
+def aim_menu(target: ExplorerTarget | None) -> gr.Dropdown:
+    """The menu that aims the explorer: ``target``'s choices, its aim selected; empty without a target."""
+    if target is None:
+        return gr.Dropdown(choices=[], value=None)
+    return gr.Dropdown(choices=[(label, aim_value(aim)) for label, aim in target.choices()],
+                       value=aim_value(target.aim))
 
 
 def _warm_model(loaded: LoadedModel, model_path: str | None) -> None:
@@ -315,9 +336,9 @@ def build_demo(
 
             def on_aim(target, choice):
                 """The explorer turned to another answer or window: its summary is computed again, if open."""
-                if target is None or not choice or choice == target.choice:
+                if target is None or not choice or aim_of(choice) == target.aim:
                     return gr.skip(), gr.skip(), gr.skip()
-                target = target.aimed(choice)
+                target = target.aimed(aim_of(choice))
                 return target, None, reading_map_figure(target, target.checkpoint)
 
             aim.input(
@@ -375,20 +396,20 @@ def build_demo(
             reading = replace(DEFAULT_APP_READING, max_length=int(max_length), n_best=int(n_best_count),
                               no_answer_threshold=float(threshold), max_windows=int(max_windows))
             settings = Settings(checkpoint, reading)
+            kept = ReadingInputs()  # the layer inputs of the windows read, so the explorer opens without a pass
             with cancellation.answering(request.session_hash, number) as should_stop:
                 try:
                     view = ask(
                         source, question, settings, pasted=pasted, url=url, upload=upload, allow_local=allow_local_urls,
-                        report=lambda f, m: progress(f, desc=m), should_stop=should_stop,
+                        report=lambda f, m: progress(f, desc=m), should_stop=should_stop, observe=kept.keeping,
                     )  # fmt: skip
                 except (DocumentError, CheckpointError) as error:
                     raise gr.Error(str(error), print_exception=False) from None
                 except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
                     return (gr.skip(),) * 7
-            target = view.explorer
-            aims = gr.Dropdown(choices=target.choices(), value=target.choice) if target else gr.Dropdown(choices=[], value=None)
+            target = after_reading(view, question, settings, kept)
             return (view.answer_html, view.document_html, view.stats, target, None,
-                    reading_map_figure(target, checkpoint), aims)
+                    reading_map_figure(target, checkpoint), aim_menu(target))
 
         gr.on(
             [ask_button.click, question.submit], on_new_question, None, question_number,

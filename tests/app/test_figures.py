@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from littlebird.app import figures
-from littlebird.app.head_metrics import METRICS
+from littlebird.app.explorer import drawing, reductions
+from littlebird.app.explorer.head_metrics import METRICS
 from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows
@@ -41,11 +41,11 @@ def offsets_for(n: int, question_tokens: int) -> list[tuple[int, int] | None]:
 
 
 @pytest.fixture(scope="module")
-def summary() -> figures.AttentionSummary:
+def summary() -> reductions.AttentionSummary:
     n, q = 70, 5  # 9 blocks, the last one ragged
     text = "".join(f"t{i:02d} " for i in range(n))
     layers = [fake_layer(n, heads=3, seed=s) for s in range(2)]
-    return figures.summarize_attention(
+    return reductions.summarize_attention(
         layers, text=text, token_offsets=offsets_for(n, q), answer_positions=[33, 34, 35],
         question_tokens=q, block_size=B, max_cells=4,
     )  # fmt: skip
@@ -53,7 +53,7 @@ def summary() -> figures.AttentionSummary:
 
 def test_pool_blocks_sums_keys_and_averages_queries():
     m = np.arange(25, dtype=np.float32).reshape(5, 5)
-    pooled = figures.pool_blocks(m, 2)
+    pooled = reductions.pool_blocks(m, 2)
     assert pooled.shape == (3, 3)
     assert pooled[0, 0] == pytest.approx((0 + 1 + 5 + 6) / 2)
     assert pooled[2, 2] == pytest.approx(24)  # the ragged corner has one query block and one key block
@@ -90,7 +90,7 @@ def test_local_weights_land_in_the_right_key_blocks():
     layer.local[0, 0, 3, 2, 1] = 1.0  # token 3*B+2 gives everything to a key of block 2 (left neighbour)
     layer.local[0, 0, 2, 0, 2 * B + 5] = 0.25  # token 2*B gives a quarter to block 3 (right neighbour)
     layer.global_[0, 0, 2, 0, 0] = 0.75  # ... and three quarters to block 0
-    s = figures.summarize_attention(
+    s = reductions.summarize_attention(
         [layer], text="x" * 200, token_offsets=offsets_for(n, 2), answer_positions=[3 * B + 2, 2 * B],
         question_tokens=2, block_size=B,
     )  # fmt: skip
@@ -105,11 +105,11 @@ def _slopes(layers=12, heads=12):
 
 def test_bialibi_figures():
     p = _slopes()
-    heat = figures.bialibi_heatmap(p["alpha"], p["beta"], p["gamma"])
+    heat = drawing.bialibi_heatmap(p["alpha"], p["beta"], p["gamma"])
     assert isinstance(heat, go.Figure) and len(heat.data) == 3
     np.testing.assert_allclose(heat.data[1].z, p["beta"])
 
-    curves = figures.bialibi_distance_curves(p["alpha"], p["beta"], p["gamma"], layer=4, block_size=64, head=2)
+    curves = drawing.bialibi_distance_curves(p["alpha"], p["beta"], p["gamma"], layer=4, block_size=64, head=2)
     lines = [t for t in curves.data if t.showlegend is not False]
     assert len(lines) == 12
     # left of the query the cost is beta * distance, right of it gamma * distance, zero at the query
@@ -119,29 +119,29 @@ def test_bialibi_figures():
 
 
 def test_figures_from_summary(summary):
-    block_map = figures.attention_block_map(
+    block_map = drawing.attention_block_map(
         summary.block_maps[1, 2], block_size=B, pool=summary.pool, layer=1, head=2,
         block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
     )  # fmt: skip
     heat = block_map.data[0]
     # the paper's orientation: x = query position, y = key position; colours are log10 weights, floored
-    expected = np.log10(np.maximum(summary.block_maps[1, 2].T, figures.LOG_FLOOR))
+    expected = np.log10(np.maximum(summary.block_maps[1, 2].T, drawing.LOG_FLOOR))
     np.testing.assert_allclose(heat.z, expected, atol=1e-3)
     assert list(heat.x) == [0, 24, 48]
 
-    answer = figures.answer_token_attention(
+    answer = drawing.answer_token_attention(
         summary.answer_blocks[0, 0], summary.answer_pack[0, 0], token_labels=summary.answer_tokens,
         block_labels=summary.block_labels, block_size=B, layer=0, head=0,
     )  # fmt: skip
     assert [len(t.y) for t in answer.data[:2]] == [3, 3]
     assert "t33" in answer.data[0].y[0]
 
-    reads = figures.pack_slot_reads(summary.pack_reads[0, 1], block_labels=summary.block_labels, block_size=B, layer=0, head=1)
+    reads = drawing.pack_slot_reads(summary.pack_reads[0, 1], block_labels=summary.block_labels, block_size=B, layer=0, head=1)
     assert reads.data[0].z.shape == (S, 9)
 
 
 def test_no_answer_gives_a_message_figure():
-    fig = figures.answer_token_attention(
+    fig = drawing.answer_token_attention(
         np.zeros((0, 5)), np.zeros((0, S)), token_labels=(), block_labels=("a",) * 5, block_size=B, layer=0, head=0
     )
     assert "No answer" in fig.layout.annotations[0].text
@@ -153,21 +153,21 @@ def test_figures_stay_light_for_a_16k_document():
     nb, b, s = 256, 64, 64
     labels = tuple(f"block {i} " + "가나다라 " * 12 for i in range(nb))
     raw_map = rng.dirichlet(np.ones(nb), size=nb).astype(np.float32)
-    pool = math.ceil(nb / figures.MAX_CELLS)
+    pool = math.ceil(nb / reductions.MAX_CELLS)
     sizes = {
-        "block_map": figures.attention_block_map(
-            figures.pool_blocks(raw_map, pool), block_size=b, pool=pool, layer=0, head=0,
+        "block_map": drawing.attention_block_map(
+            reductions.pool_blocks(raw_map, pool), block_size=b, pool=pool, layer=0, head=0,
             block_labels=labels, answer_block_range=(100, 101),
         ),
-        "answer": figures.answer_token_attention(
+        "answer": drawing.answer_token_attention(
             rng.dirichlet(np.ones(nb), size=30), rng.dirichlet(np.ones(s), size=30),
             token_labels=[f"tok{i}" for i in range(30)], block_labels=labels, block_size=b, layer=0, head=0,
         ),
-        "pack": figures.pack_slot_reads(
+        "pack": drawing.pack_slot_reads(
             rng.dirichlet(np.ones(nb), size=s), block_labels=labels, block_size=b, layer=0, head=0
         ),
-        "curves": figures.bialibi_distance_curves(*_slopes().values(), layer=0, block_size=b),
-        "heatmap": figures.bialibi_heatmap(*_slopes().values()),
+        "curves": drawing.bialibi_distance_curves(*_slopes().values(), layer=0, block_size=b),
+        "heatmap": drawing.bialibi_heatmap(*_slopes().values()),
     }  # fmt: skip
     for name, fig in sizes.items():
         size = len(fig.to_json())
@@ -186,29 +186,29 @@ def test_reading_map_marks_every_window_in_document_order_and_the_answers_as_tic
                WindowRecord(320, 400, 2, 1.0, read=2, answerable_logit=-3.0, best_span_score=None)]
     answers = [Answer("a", 900, 901, 1.5, 0.7, window=0), Answer("b", 500, 502, -1.0, 0.2, window=1),
                Answer("c", 910, 912, 0.5, 0.1, window=0)]
-    fig = figures.reading_map(windows, answers, aimed=3)
+    fig = drawing.reading_map(windows, answers, aimed=3)
     bars, answerable, best, ticks = fig.data
     assert list(bars.x) == [0, 1, 2, 3, 4] and list(bars.y) == [0.5, 2.0, 0.1, 3.0, 1.0]
     assert list(bars.text) == ["#4", "#2", "#5", "#1", "#3"]
-    assert [c == figures._READ for c in bars.marker.color] == [False, True, False, True, True]
+    assert [c == drawing._READ for c in bars.marker.color] == [False, True, False, True, True]
     assert list(answerable.x) == [1, 3, 4] and list(answerable.text) == ["2", "1", "3"]
     np.testing.assert_allclose(answerable.y, [0.5, 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(3))])
     assert list(best.x) == [1, 3] and list(best.y) == [-1.0, 1.5]  # a window without a span has no dot
     assert list(ticks.x) == [3, 1, 3] and list(ticks.y) == [1.5, -1.0, 0.5]  # each answer at its window and score
-    assert ticks.marker.color[0] == figures._BEST and "“a”" in ticks.hovertext[0]
+    assert ticks.marker.color[0] == drawing._BEST and "“a”" in ticks.hovertext[0]
     assert len(fig.layout.shapes) == 3 and {s.x0 for s in fig.layout.shapes} == {2.5}  # the window explored
     assert "read 2nd" in bars.hovertext[1] and "not read" in bars.hovertext[0]
     json.loads(fig.to_json())
 
-    one = figures.reading_map([WindowRecord(0, 50, 0, None, read=0, answerable_logit=1.0, best_span_score=0.3)], [])
+    one = drawing.reading_map([WindowRecord(0, 50, 0, None, read=0, answerable_logit=1.0, best_span_score=0.3)], [])
     assert list(one.data[0].y) == [0.0]  # a single window is not ranked: no BM25 bar
-    assert "Ask a question" in figures.reading_map([], []).layout.annotations[0].text
+    assert "Ask a question" in drawing.reading_map([], []).layout.annotations[0].text
 
 
 def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches_the_whole():
     import weakref
 
-    from littlebird.reader import window_attention
+    from littlebird.app.explorer.window import window_attention
     from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
     model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
@@ -222,14 +222,14 @@ def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches
     def reduce(window, layer):
         alive.append([ref() is not None for ref in refs])
         refs.append(weakref.ref(layer.local))
-        return figures.LayerReduction(answer_span, block_size=64)(window, layer)
+        return reductions.LayerReduction(answer_span, block_size=64)(window, layer)
 
     refs = []
     streamed = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
     assert alive == [[], [False]]  # the first layer's weights were gone before the second's were reduced
-    assert all(isinstance(layer, figures.LayerSummary) for layer in streamed.attentions)
-    one = figures.summarize_window(streamed, text=text, answer_span=answer_span, block_size=64)
-    other = figures.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
+    assert all(isinstance(layer, reductions.LayerSummary) for layer in streamed.attentions)
+    one = reductions.summarize_window(streamed, text=text, answer_span=answer_span, block_size=64)
+    other = reductions.summarize_window(whole, text=text, answer_span=answer_span, block_size=64)
     assert one.answer_tokens == other.answer_tokens and one.answer_tokens
     for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
         np.testing.assert_allclose(getattr(one, name), getattr(other, name), rtol=1e-5, atol=1e-6, err_msg=name)
@@ -244,7 +244,7 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
     import torch
 
     from littlebird.modeling_littlebird import attention_weights_dtype
-    from littlebird.reader import window_attention
+    from littlebird.app.explorer.window import window_attention
     from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
     model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
@@ -260,11 +260,11 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
 
             def reduce(window, layer):
                 seen.append((layer.local.dtype, layer.global_.dtype, layer.packed.dtype, layer.pack.dtype))
-                return figures.LayerReduction(answer_span, block_size=64)(window, layer)
+                return reductions.LayerReduction(answer_span, block_size=64)(window, layer)
 
             with attention_weights_dtype(dtype):
                 window = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
-            summaries[chunk_tokens, dtype] = figures.summarize_window(window, text=text, answer_span=answer_span,
+            summaries[chunk_tokens, dtype] = reductions.summarize_window(window, text=text, answer_span=answer_span,
                                                                       block_size=64)
             dtypes[chunk_tokens, dtype] = set(seen)
     assert dtypes[64, torch.float16] == dtypes[4096, torch.float16] == {(torch.float16,) * 3 + (torch.float32,)}
@@ -282,7 +282,7 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
 
 def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers():
     values = np.arange(6, dtype=np.float32).reshape(2, 3) / 10  # layer 1, head 2 highest
-    fig = figures.head_atlas(values, metric="pack", layer=1, head=2)
+    fig = drawing.head_atlas(values, metric="pack", layer=1, head=2)
     heat = fig.data[0]
     np.testing.assert_allclose(heat.z, values)
     assert list(heat.x) == [0, 1, 2] and list(heat.y) == [0, 1]
@@ -290,9 +290,9 @@ def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers
     outline = fig.layout.shapes[0]
     assert (outline.x0, outline.x1, outline.y0, outline.y1) == (1.5, 2.5, 0.5, 1.5)
     assert "pack slots" in fig.layout.title.text
-    distance = figures.head_atlas(values * 100, metric="distance")
+    distance = drawing.head_atlas(values * 100, metric="distance")
     assert distance.data[0].zmin is None and not distance.layout.shapes  # its own range; no head chosen
-    nothing = figures.head_atlas(np.full((2, 3), np.nan), metric="answer", layer=0, head=0)
+    nothing = drawing.head_atlas(np.full((2, 3), np.nan), metric="answer", layer=0, head=0)
     assert "no answer span" in nothing.layout.annotations[0].text
 
 
@@ -300,9 +300,9 @@ def test_the_summary_gives_every_metric_for_every_layer_and_head(summary):
     assert set(summary.head_metrics) == set(METRICS)
     assert all(values.shape == (2, 3) for values in summary.head_metrics.values())
     for layer in range(2):  # the fixture's layers, one by one, give the same numbers
-        layer_metrics = figures.summarize_layer(fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35],
+        layer_metrics = reductions.summarize_layer(fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35],
                                                 question_tokens=5, block_size=B).head_metrics
         for name in METRICS:
             np.testing.assert_allclose(summary.head_metrics[name][layer], layer_metrics[name], err_msg=name)
-    figs = figures.explorer_figures(summary, _slopes(2, 3), layer=1, head=2, metric="entropy")
+    figs = drawing.explorer_figures(summary, _slopes(2, 3), layer=1, head=2, metric="entropy")
     assert "entropy" in figs["atlas"].layout.title.text and figs["atlas"].layout.shapes[0].x0 == 1.5

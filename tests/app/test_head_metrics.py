@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from littlebird import LittleBirdAttentions
-from littlebird.app.head_metrics import METRICS, SAMPLED_BLOCKS, SHARES, head_metrics, sampled_blocks
+from littlebird.app.explorer.head_metrics import METRICS, SAMPLED_BLOCKS, SHARES, head_metrics, sampled_blocks
 from littlebird.reference import bialibi_matrix, window_allowed
 from tests.app.test_figures import fake_layer
 from tests.littlebird_factories import tiny_qa_model

@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from littlebird import LittleBirdAttentions
-from littlebird.app import figures, rollout
+from littlebird.app.explorer import reductions, rollout
 from tests.app.test_figures import B, S, fake_layer, offsets_for
 
 N, QUESTION, ANSWER = 70, 5, [33, 34, 35]  # 9 blocks of 8, the last ragged; the answer in block 4
 
 
-def summarize(layers, answer_positions=ANSWER) -> figures.AttentionSummary:
+def summarize(layers, answer_positions=ANSWER) -> reductions.AttentionSummary:
     text = "".join(f"t{i:02d} " for i in range(N))
-    return figures.summarize_attention(layers, text=text, token_offsets=offsets_for(N, QUESTION),
+    return reductions.summarize_attention(layers, text=text, token_offsets=offsets_for(N, QUESTION),
                                        answer_positions=answer_positions, question_tokens=QUESTION, block_size=B)
 
 
@@ -105,7 +105,7 @@ def test_an_identity_attention_model_rolls_out_to_the_identity():
     for layer in range(4):
         np.testing.assert_allclose(summary.rollout[layer], own, atol=1e-7)
     np.testing.assert_array_equal(summary.rollout_pack_share, 0.0)
-    mixings = [figures.summarize_layer(layer, answer_positions=ANSWER, question_tokens=QUESTION, block_size=B).mixing
+    mixings = [reductions.summarize_layer(layer, answer_positions=ANSWER, question_tokens=QUESTION, block_size=B).mixing
                for layer in layers]
     composed = np.linalg.multi_dot([rollout.effective_mixing(m) for m in reversed(mixings)])
     np.testing.assert_allclose(composed, np.eye(9), atol=1e-7)  # every block's row stays where it is
@@ -128,7 +128,7 @@ def test_a_tiny_models_rollout_matches_the_reference_and_is_a_distribution():
     with torch.inference_mode():
         layers = model(input_ids=ids, output_attentions=True).attentions
     offsets = [None] * 10 + [(i, i + 1) for i in range(140)]
-    summary = figures.summarize_attention(layers, text="x" * 140, token_offsets=offsets, answer_positions=[60, 61],
+    summary = reductions.summarize_attention(layers, text="x" * 140, token_offsets=offsets, answer_positions=[60, 61],
                                           question_tokens=10, block_size=16)
     assert summary.rollout.shape == (2, 3, 10)
     np.testing.assert_allclose(summary.rollout.sum(-1), 1.0, rtol=1e-5)

@@ -9,7 +9,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from littlebird.app import token_view
+from littlebird.app.explorer import cache, token_figure
+from littlebird.app.explorer.capture import LayerInputs, ReadingInputs, capturing, keeping_reading
+from littlebird.app.explorer.keys import token_keys
 from tests.littlebird_factories import tiny_qa_model
 
 N = 300  # 5 blocks of 64, the last one ragged (padded inside the model)
@@ -43,9 +45,9 @@ def run(model, position_ids):
     captures = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(torch, "softmax", spy)
-        with token_view.capturing(model, dtype=torch.float32) as exact, torch.no_grad():
+        with capturing(model, dtype=torch.float32) as exact, torch.no_grad():
             out = model(ids, position_ids=position_ids, output_attentions=True)
-    with token_view.capturing(model) as halves, torch.no_grad():
+    with capturing(model) as halves, torch.no_grad():
         model(ids, position_ids=position_ids)  # the fused path: no weights, same inputs
     labels = [f"t{i}" for i in range(N)]
     captures["exact"] = exact.capture(labels, question_length=5, answer_positions=[130, 131])
@@ -71,7 +73,7 @@ def model_keys(attentions, logits, layer, head, token, b=64, s=64):
 @pytest.mark.parametrize("layer,head", [(0, 0), (1, 3)])
 def test_content_plus_bias_is_the_models_logit_and_its_softmax_the_models_weight(run, model, layer, head, token):
     attentions, logits, captures = run
-    keys = token_view.token_keys(captures["exact"], model, layer=layer, head=head, token=token)
+    keys = token_keys(captures["exact"], model, layer=layer, head=head, token=token)
     expected = model_keys(attentions, logits, layer, head, token)
     assert keys.slots == 64 and len(keys.labels) == len(keys.content) == len(keys.bias) == len(keys.weight)
     positions = [w for w, _, _ in expected]
@@ -89,7 +91,7 @@ def test_the_bias_is_bialibis_distance_term(run, model, position_ids):
     _, _, captures = run
     layer = model.littlebird.encoder.layer[1]
     alpha, beta, gamma = (getattr(layer.bialibi, name)[2].item() for name in ("alpha", "beta", "gamma"))
-    keys = token_view.token_keys(captures["exact"], model, layer=1, head=2, token=200)
+    keys = token_keys(captures["exact"], model, layer=1, head=2, token=200)
     assert np.allclose(keys.bias[:64], -(beta + gamma) / 2 * 64)  # D_P: every pack slot sits b tokens away
     pos = position_ids[0]
     for i, j in zip(range(64, len(keys.positions)), keys.positions[64:]):
@@ -105,7 +107,7 @@ def test_layer_inputs_kept_in_16_bits_give_nearly_the_same_weights(run, model):
     halves, exact = (sum(h.nbytes for h in captures[kind].hidden) for kind in ("fp16", "exact"))
     assert halves == exact / 2 and captures["fp16"].nbytes < captures["exact"].nbytes
     for token in TOKENS:
-        keys = token_view.token_keys(captures["fp16"], model, layer=1, head=1, token=token)
+        keys = token_keys(captures["fp16"], model, layer=1, head=1, token=token)
         exact = torch.stack([w for _, _, w in model_keys(attentions, logits, 1, 1, token)])
         assert_close(torch.from_numpy(keys.weight), exact, rtol=0, atol=2e-3)
 
@@ -119,38 +121,61 @@ def test_capture_shapes_and_the_token_it_opens_on(run):
     assert capture.key_valid.sum() == N and capture.default_token == 130
     assert captures["fp16"].default_token == 0  # no question given: the first token
     with pytest.raises(ValueError, match="capturing"):
-        token_view.LayerInputs().capture(["a"])
+        LayerInputs().capture(["a"])
 
 
 def test_out_of_range_choices_are_clamped(run, model):
     _, _, captures = run
-    keys = token_view.token_keys(captures["exact"], model, layer=9, head=-1, token=10_000)
+    keys = token_keys(captures["exact"], model, layer=9, head=-1, token=10_000)
     assert (keys.layer, keys.head, keys.token) == (1, 0, N - 1)
 
 
 def test_the_figure_stacks_content_and_bias_over_the_keys_and_draws_the_weights(run, model):
     _, _, captures = run
-    keys = token_view.token_keys(captures["exact"], model, layer=0, head=1, token=200)
+    keys = token_keys(captures["exact"], model, layer=0, head=1, token=200)
     groups = keys.groups()
     assert [kind for kind, *_ in groups] == ["pack", "block0", "window"]
     assert [(first, end) for *_, first, end in groups] == [(0, 64), (64, 128), (128, 128 + 172)]  # blocks 2, 3 and the ragged 4
     assert "blocks 2–4" in groups[2][1]
-    fig = token_view.token_figure(keys)
+    fig = token_figure.token_figure(keys)
     assert isinstance(fig, go.Figure) and fig.layout.barmode == "relative"
     content, bias, score, weight = fig.data
     np.testing.assert_array_equal(np.asarray(content.y) + np.asarray(bias.y), keys.score)
     np.testing.assert_array_equal(weight.y, keys.weight)
     assert len(content.x) == 64 + 64 + 172 and "t200" in fig.layout.title.text and "layer 0 head 1" in fig.layout.title.text
     assert "“t0”" in content.hovertext[64]
-    near = token_view.token_keys(captures["exact"], model, layer=0, head=1, token=70)
+    near = token_keys(captures["exact"], model, layer=0, head=1, token=70)
     assert [kind for kind, *_ in near.groups()] == ["pack", "window"]  # block 0 is its left neighbour
 
 
 def test_the_cache_keeps_the_last_two_windows():
-    cache = token_view.CaptureCache()
+    windows = cache.CaptureCache()
     for key in "abc":
-        cache.put(key, key)
-    assert len(cache) == 2 and cache.get("a") is None and cache.get("b") == "b"
-    cache.put("d", "d")  # "b" was read last, so "c" goes
-    assert cache.get("c") is None and cache.get("b") == "b" and cache.get("d") == "d"
-    assert token_view.CAPTURES.size == token_view.MAX_WINDOWS == 2
+        windows.put(key, key)
+    assert len(windows) == 2 and windows.get("a") is None and windows.get("b") == "b"
+    windows.put("d", "d")  # "b" was read last, so "c" goes
+    assert windows.get("c") is None and windows.get("b") == "b" and windows.get("d") == "d"
+    assert cache.CAPTURES.size == cache.MAX_WINDOWS == 2
+
+
+def test_a_reading_keeps_the_windows_it_reads_in_full_and_not_its_glimpses():
+    """The reader says which passes are glimpses (``read(on_pass=...)``); the kept windows are the windows read,
+    each kept whole, by its place in the reading order."""
+    from littlebird.reader import GLIMPSE_ABOVE, read
+    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+
+    model = tiny_model_for_tokenizer(0)
+    text = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
+    with keeping_reading(model, budget=2**40) as kept:
+        reading = read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), max_length=256,
+                       max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None, on_pass=kept.on_pass)
+    assert "glimpse" in reading.timings and reading.n_windows < GLIMPSE_ABOVE + 2  # glimpses ran, fewer were read
+    places = [place for place in range(GLIMPSE_ABOVE + 2) if kept.window(place) is not None]
+    assert places == list(range(reading.n_windows))
+    assert all(kept.window(place).hidden[0].shape[0] >= 192 for place in places)  # whole windows, not 128-token glimpses
+    # without being told, the glimpses' batch is taken for windows read
+    unaware = ReadingInputs(budget=2**40)
+    with unaware.keeping(model):
+        read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), max_length=256,
+             max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None)
+    assert unaware.window(reading.n_windows) is not None

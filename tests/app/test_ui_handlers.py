@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from littlebird.app import asking, documents, explorer, models, payloads, ui
+from littlebird.app import asking, documents, models, payloads, ui
+from littlebird.app.explorer.cache import CAPTURES, capture_key
+from littlebird.app.explorer.capture import ReadingInputs, keeping_reading
+from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
+from littlebird.app.explorer.keys import layer_weights
+from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure, explore, reading_map_figure,
+                                           rollout_document)
+from littlebird.app.explorer.target import AnswerChoice, WindowChoice
 from littlebird.app.cancellation import Cancellation
 from littlebird.app.clean import clean_document
 from littlebird.app.errors import DocumentError
@@ -34,6 +41,14 @@ SHORT_DOCUMENT = (
 def settings() -> asking.Settings:
     tiny_loaded_model()
     return asking.Settings(checkpoint=TEST_MODEL)
+
+
+def ask_as_the_page(source: str, question: str, settings: asking.Settings, **options):
+    """``asking.ask`` as the page asks: keeping the layer inputs of the windows read, then the explorer's target of
+    the answer (``explaining.after_reading``). Returns (view, target)."""
+    kept = ReadingInputs()
+    view = asking.ask(source, question, settings, observe=kept.keeping, **options)
+    return view, after_reading(view, question, settings, kept)
 
 
 def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = False) -> QAResult:
@@ -193,7 +208,7 @@ def test_unknown_source_and_bad_settings_are_rejected():
 
 def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     reports = []
-    view = asking.ask(
+    view, target = ask_as_the_page(
         "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>",
         report=lambda fraction, message: reports.append((fraction, message)),
     )  # fmt: skip
@@ -210,83 +225,87 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     assert "tokens" in view.stats
 
     # opening the explorer reads the answer's window again, for its attention
-    summary, plots, seconds = asking.explain(view.explorer, layer=1, head=3)
+    summary, plots, seconds = explain(target, layer=1, head=3)
     assert summary is not None and summary.num_layers == 2 and summary.num_heads == 4 and seconds > 0
     assert summary.answer_tokens  # the best answer's tokens were found in the window
     assert set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
     assert "layer 1 head 3" in plots["block_map"].layout.title.text
     assert len(plots["rollout"].data) == 2 * len(summary.rollout_tokens) + 1  # a map and bars per token, the strip
     # the document view, redrawn with the rollout's top blocks tinted around the answer marks
-    tinted = explorer.rollout_document(view.explorer, summary)
+    tinted = rollout_document(target, summary)
     assert 'id="lb-answer"' in tinted and 'class="lb-tint lb-tint-1" title="rollout #1: ' in tinted
-    assert explorer.rollout_document(view.explorer, None) == view.document_html
+    assert rollout_document(target, None) == view.document_html
 
 
 def test_explore_redraws_one_head_and_copes_without_a_summary(settings):
-    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
-    summary, _, _ = asking.explain(view.explorer)
-    plots = explorer.explore(summary, TEST_MODEL, layer=0, head=2)
+    _, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, _, _ = explain(target)
+    plots = explore(summary, TEST_MODEL, layer=0, head=2)
     assert "layer 0 head 2" in plots["pack"].layout.title.text
-    empty = explorer.explore(None, TEST_MODEL, layer=0, head=0)
+    empty = explore(None, TEST_MODEL, layer=0, head=0)
     assert "Ask a question" in empty["block_map"].layout.annotations[0].text
 
 
 def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_head(settings):
-    view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
-    summary, plots, _ = asking.explain(view.explorer, layer=1, head=2, metric="distance")
+    _, target = ask_as_the_page("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, plots, _ = explain(target, layer=1, head=2, metric="distance")
     assert "distance" in plots["atlas"].layout.title.text
-    cells = explorer.atlas_cells(summary, "distance")
+    cells = atlas_cells(summary, "distance")
     values = summary.head_metrics["distance"]
     assert len(cells) == values.size == 2 * 4
-    ranked = [values[explorer.atlas_cell(value)] for _, value in cells]
+    ranked = [values[atlas_cell(value)] for _, value in cells]
     assert ranked == sorted(ranked, reverse=True)
-    assert explorer.atlas_cell(cells[0][1]) == np.unravel_index(np.argmax(values), values.shape)
-    redrawn = explorer.atlas_figure(summary, TEST_MODEL, "entropy", layer=0, head=3)
+    assert atlas_cell(cells[0][1]) == np.unravel_index(np.argmax(values), values.shape)
+    redrawn = atlas_figure(summary, TEST_MODEL, "entropy", layer=0, head=3)
     assert "entropy" in redrawn.layout.title.text and redrawn.layout.shapes[0].x0 == 2.5
-    assert explorer.atlas_cells(None, "pack") == []
+    assert atlas_cells(None, "pack") == []
 
 
 def test_the_explorer_without_a_question_shows_what_to_do(settings):
     quick = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(n_best=2, max_length=512))
-    view = asking.ask("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
-    assert view.explorer is not None and len(view.result.answers) <= 2
-    summary, plots, _ = asking.explain(None)
+    view, target = ask_as_the_page("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
+    assert target is not None and len(view.result.answers) <= 2
+    summary, plots, _ = explain(None)
     assert summary is None and "Ask a question" in plots["answer"].layout.annotations[0].text
 
 
 def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settings):
     pasted = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
     settings = replace(settings, reading=replace(settings.reading, max_length=512, max_windows=3))
-    view = asking.ask("paste", "When was the bell cast?", settings, pasted=pasted)
-    target, result = view.explorer, view.result
+    view, target = ask_as_the_page("paste", "When was the bell cast?", settings, pasted=pasted)
+    result = view.result
     assert len(target.windows) == result.windows_planned > 3 and target.answers == tuple(result.answers)
     best = result.answers[0]
-    assert target.choice == "answer:0" and target.answer_span == (best.start, best.end)
+    assert target.aim == AnswerChoice(0) and target.answer_span == (best.start, best.end)
     assert target.document_start == result.window_token_spans[best.window][0]
-    values = [value for _, value in target.choices()]
-    assert values == [f"answer:{k}" for k in range(len(result.answers))] + [f"window:{i}" for i in range(len(target.windows))]
+    aims = [aim for _, aim in target.choices()]
+    assert aims == [AnswerChoice(k) for k in range(len(result.answers))] + [WindowChoice(i) for i in range(len(target.windows))]
+    # the page's menu holds them as strings, and reads them back
+    assert [ui.aim_of(ui.aim_value(aim)) for aim in aims] == aims and ui.aim_value(WindowChoice(3)) == "window:3"
+    with pytest.raises(ValueError, match="answer:K"):
+        ui.aim_of("the third one")
 
     # another n-best answer: its own window and span
     last = len(result.answers) - 1
-    other = target.aimed(f"answer:{last}")
+    other = target.aimed(AnswerChoice(last))
     assert other.answer_span == (result.answers[last].start, result.answers[last].end)
     assert other.document_start == result.window_token_spans[result.answers[last].window][0]
     # a window nobody read: its tokens, no answer; the explorer reads it now
     unread = next(i for i, w in enumerate(target.windows) if w.read is None)
-    aimed = target.aimed(f"window:{unread}")
-    assert aimed.choice == f"window:{unread}" and aimed.answer_span is None
+    aimed = target.aimed(WindowChoice(unread))
+    assert aimed.aim == WindowChoice(unread) and aimed.answer_span is None
     assert aimed.document_start == target.windows[unread].start
-    summary, plots, _ = asking.explain(aimed)
-    best_summary, _, _ = asking.explain(target)
+    summary, plots, _ = explain(aimed)
+    best_summary, _, _ = explain(target)
     width = {i: target.windows[i].end - target.windows[i].start for i in (unread, target.window)}
     assert summary.n_tokens - width[unread] == best_summary.n_tokens - width[target.window] > 0  # the same question
     assert best_summary.answer_tokens and summary.answer_tokens == () and "No answer span" in plots["answer"].layout.annotations[0].text
-    reading_map = explorer.reading_map_figure(aimed, TEST_MODEL)
+    reading_map = reading_map_figure(aimed, TEST_MODEL)
     assert reading_map.layout.shapes[0].x0 == unread - 0.5  # the window explored is shaded
-    with pytest.raises(ValueError, match="window:"):
-        target.aimed("window:9999")
-    with pytest.raises(ValueError, match="answer:K"):
-        target.aimed("the third one")
+    with pytest.raises(ValueError, match="no window 9999"):
+        target.aimed(WindowChoice(9999))
+    with pytest.raises(TypeError, match="AnswerChoice or a WindowChoice"):
+        target.aimed("answer:0")
 
 
 @pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
@@ -487,11 +506,11 @@ def test_build_demo_exposes_only_the_answer_api(settings):
 
 
 def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
-    from littlebird.app.explorer_file import ARRAYS, METADATA, export_view, read_explorer_file
+    from littlebird.app.explorer.export import ARRAYS, METADATA, export_view, read_explorer_file
 
-    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
-    summary, _, _ = asking.explain(view.explorer)
-    path = export_view(view.explorer, summary, layer=1, head=2, metric="entropy")
+    view, target = ask_as_the_page("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    summary, _, _ = explain(target)
+    path = export_view(target, summary, layer=1, head=2, metric="entropy")
     assert path.suffix == ".npz" and path.name == "littlebird-explorer-window0-layer1-head2.npz"
     arrays, metadata = read_explorer_file(path)
     assert set(arrays) == set(ARRAYS) == set(metadata["arrays"]) and metadata["token"] is None
@@ -514,48 +533,47 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
 
 
 def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(settings):
-    from littlebird.app import token_view
 
     for thread in threading.enumerate():  # an earlier test's app start may still be warming (and keeping) in the background
         if thread.name == "warm-model":
             thread.join(timeout=300)
-    token_view.CAPTURES.clear()
-    summary = asking.warm_explorer(TEST_MODEL)
+    CAPTURES.clear()
+    summary = warm_explorer(TEST_MODEL)
     # a real explorer pass over the warm-up's one window: both layers of the tiny model reduced
     assert summary is not None and summary.block_maps.shape[0] == 2 and summary.n_tokens > 100
-    assert len(token_view.CAPTURES) == 0  # the cache's two windows stay the users'
-    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT, explorable=False)
-    asking.explain(view.explorer, remember=False)
-    assert len(token_view.CAPTURES) == 0
-    asking.explain(view.explorer)
-    assert len(token_view.CAPTURES) == 1
+    assert len(CAPTURES) == 0  # the cache's two windows stay the users'
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)  # keeps nothing
+    target = after_reading(view, "Where was Jikji printed?", settings)
+    explain(target, remember=False)
+    assert len(CAPTURES) == 0
+    explain(target)
+    assert len(CAPTURES) == 1
 
 
 def test_the_token_view_shows_any_token_of_the_explained_window(settings):
-    from littlebird.app import token_view
 
-    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
-    token_view.CAPTURES.clear()
-    summary, _, _ = asking.explain(view.explorer)
-    capture = token_view.CAPTURES.get(token_view.capture_key(view.explorer))
-    assert len(token_view.CAPTURES) == 1 and capture.n_tokens == summary.n_tokens and capture.num_layers == 2
-    keys, figure = asking.explain_token(view.explorer, layer=1, head=2)  # opens on the answer's first token
+    view, target = ask_as_the_page("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)
+    CAPTURES.clear()
+    summary, _, _ = explain(target)
+    capture = CAPTURES.get(capture_key(target))
+    assert len(CAPTURES) == 1 and capture.n_tokens == summary.n_tokens and capture.num_layers == 2
+    keys, figure = explain_token(target, layer=1, head=2)  # opens on the answer's first token
     best = view.result.answers[0]
     assert keys.token == capture.default_token and keys.text in best.text
     assert (keys.layer, keys.head) == (1, 2) and f"Token {keys.token}" in figure.layout.title.text
     assert keys.weight.sum() == pytest.approx(1.0, abs=1e-5)
-    other, _ = asking.explain_token(view.explorer, layer=0, head=0, token=3)
+    other, _ = explain_token(target, layer=0, head=0, token=3)
     assert other.token == 3 and other.positions[other.slots] == 0  # after the pack slots, [CLS] and the question
     assert other.text == "was" and other.labels[other.slots] == capture.tokens[0] == "<s>"  # pieces without "▁"
     # once the cache has let the window go, the view runs it again
-    token_view.CAPTURES.clear()
-    again, _ = asking.explain_token(view.explorer, layer=1, head=2, token=keys.token)
+    CAPTURES.clear()
+    again, _ = explain_token(target, layer=1, head=2, token=keys.token)
     np.testing.assert_allclose(again.weight, keys.weight, rtol=1e-6)
-    assert asking.explain_token(None)[0] is None
+    assert explain_token(None)[0] is None
 
-    from littlebird.app.explorer_file import ARRAYS, TOKEN_ARRAYS, export_view, read_explorer_file
+    from littlebird.app.explorer.export import ARRAYS, TOKEN_ARRAYS, export_view, read_explorer_file
 
-    arrays, metadata = read_explorer_file(export_view(view.explorer, summary, layer=1, head=2, metric="pack", token=keys))
+    arrays, metadata = read_explorer_file(export_view(target, summary, layer=1, head=2, metric="pack", token=keys))
     assert set(arrays) == set(ARRAYS) | set(TOKEN_ARRAYS) == set(metadata["arrays"])
     assert metadata["token"] == {"position": keys.token, "text": keys.text, "layer": 1, "head": 2, "pack_slots": 64}
     np.testing.assert_array_equal(arrays["token_content"] + arrays["token_bias"], keys.score)
@@ -569,16 +587,16 @@ BELLS = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700
 def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window_alone(settings):
     """The layer inputs kept while the reader reads, one window a pass or several (each row its own window),
     rebuild each layer's weights as a pass of the window alone computes them."""
-    from littlebird.app import token_view
     from littlebird.app.documents import read_document
-    from littlebird.reader import read, window_attention
+    from littlebird.app.explorer.window import window_attention
+    from littlebird.reader import read
 
     loaded = models.load_model(TEST_MODEL)
     document = read_document("paste", pasted=BELLS)
     options = dict(model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text,
                    model_to_text=document.model_to_text)
     question = "When was the bell cast?"
-    with token_view.keeping_reading(loaded.model, budget=2**40) as kept:
+    with keeping_reading(loaded.model, budget=2**40) as kept:
         reading = read(question, document.text, **options,
                        options=ReadingOptions(max_length=512, max_windows=None, window_batch_size=3))
     assert reading.n_windows == reading.windows_planned >= 4
@@ -587,7 +605,7 @@ def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window
         inputs = kept.window(place)
         capture = inputs.capture(passed.tokens)
         assert capture.n_tokens == len(passed.tokens) and capture.hidden[0].shape[0] % 64 == 0
-        rebuilt = list(token_view.layer_weights(capture, loaded.model))
+        rebuilt = list(layer_weights(capture, loaded.model))
         assert len(rebuilt) == len(passed.attentions) == 2
         for got, expected in zip(rebuilt, passed.attentions):
             assert got.local.shape == expected.local.shape and got.pack.shape == expected.pack.shape
@@ -597,12 +615,11 @@ def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window
 
 
 def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
-    from littlebird.app import token_view
     from littlebird.reader import read
     from tests.qa_factories import tiny_model_for_tokenizer
 
     model = tiny_model_for_tokenizer(0)  # its windows' answerable logits differ
-    with token_view.keeping_reading(model, budget=1) as kept:
+    with keeping_reading(model, budget=1) as kept:
         reading = read("When was the bell cast?", BELLS, model=model, tokenizer=qa_tokenizer(),
                        options=ReadingOptions(max_length=512, max_windows=4, stop_confidence=None, give_up_below=None))
     logits = {w.read: w.answerable_logit for w in reading.windows if w.read is not None}
@@ -615,22 +632,20 @@ def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
 def test_the_explorer_opens_on_the_answers_window_from_what_the_reading_kept(settings):
     """After a question the explorer draws the answer's window without running the model, and draws what a pass
     of the window draws; the API's questions keep nothing."""
-    from littlebird.app import token_view
 
-    token_view.CAPTURES.clear()
+    CAPTURES.clear()
     loaded = models.load_model(TEST_MODEL)
     settings = replace(settings, reading=replace(settings.reading, max_length=512, max_windows=3))
-    view = asking.ask("paste", "When was the bell cast?", settings, pasted=BELLS)
-    target = view.explorer
-    capture = token_view.CAPTURES.get(token_view.capture_key(target))
-    assert len(token_view.CAPTURES) == 1 and capture is not None and capture.pack_inputs
+    _, target = ask_as_the_page("paste", "When was the bell cast?", settings, pasted=BELLS)
+    capture = CAPTURES.get(capture_key(target))
+    assert len(CAPTURES) == 1 and capture is not None and capture.pack_inputs
     passes = []
     hook = loaded.model.register_forward_hook(lambda *args: passes.append(1))
     try:
-        kept_summary, kept_plots, _ = asking.explain(target, layer=1, head=2)
+        kept_summary, kept_plots, _ = explain(target, layer=1, head=2)
         assert passes == []  # nothing ran through the model
-        token_view.CAPTURES.clear()
-        pass_summary, _, _ = asking.explain(target, layer=1, head=2)
+        CAPTURES.clear()
+        pass_summary, _, _ = explain(target, layer=1, head=2)
         assert passes == [1]
     finally:
         hook.remove()
@@ -642,9 +657,9 @@ def test_the_explorer_opens_on_the_answers_window_from_what_the_reading_kept(set
         np.testing.assert_allclose(kept_summary.head_metrics[metric], values, atol=3e-2, rtol=3e-3, err_msg=metric)
     assert set(kept_plots) >= {"atlas", "rollout"}
     # the token view reads the same inputs
-    keys, _ = asking.explain_token(target, layer=1, head=2)
-    assert keys.token == token_view.CAPTURES.get(token_view.capture_key(target)).default_token
+    keys, _ = explain_token(target, layer=1, head=2)
+    assert keys.token == CAPTURES.get(capture_key(target)).default_token
 
-    token_view.CAPTURES.clear()
+    CAPTURES.clear()
     asking.answer_document(BELLS, "When was the bell cast?", checkpoint=TEST_MODEL)
-    assert len(token_view.CAPTURES) == 0
+    assert len(CAPTURES) == 0

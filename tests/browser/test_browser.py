@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from littlebird.app.examples import find_example
-from littlebird.app.explorer_file import read_explorer_file
+from littlebird.app.explorer.export import read_explorer_file
 from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from littlebird.reader import DEFAULT_MAX_WINDOWS
-from littlebird.app.explorer_file import read_explorer_file
+from littlebird.app.explorer.export import read_explorer_file
 from tests.browser.test_browser import (CHROMIUM, browser, download_export, open_explorer, page, paste_and_ask, shown_document,  # noqa: F401
                                         wait_for_new_answer)
 from tests.ui_support import long_document

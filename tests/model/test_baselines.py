@@ -14,9 +14,13 @@ import torch
 from torch import nn
 from transformers import BertConfig, BertModel
 
-from littlebird.app import asking, explorer, models
+from littlebird.app import asking, models
 from littlebird.app.clean import clean_document
-from littlebird.app.qa import answer_with_attention
+from littlebird.app.explorer import plots as explorer_plots
+from littlebird.app.explorer.capture import ReadingInputs
+from littlebird.app.explorer.explaining import after_reading, explain, explain_token
+from littlebird.app.explorer.window import window_attention
+from littlebird.app.qa import answer_question
 from littlebird.app.upload import read_pasted_text
 from littlebird.baselines import (
     BaselineQAAdapter,
@@ -248,13 +252,16 @@ def document():
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
 def test_answer_question_runs_a_baseline_unchanged(kind, document):
     adapter = BaselineQAAdapter(tiny_baseline(kind))
-    result, summary = answer_with_attention(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(), attention_summary=lambda window, best: "summary",
-                                            options=ReadingOptions(max_length=128, n_best=3))
+    result = answer_question(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(),
+                             options=ReadingOptions(max_length=128, n_best=3))
     assert 1 <= len(result.answers) <= 3 and result.n_windows == 1
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.text.strip()
     assert 0.0 <= result.answerable_probability <= 1.0
-    assert summary is None  # the adapter offers no attention: the explorer is LittleBird's
+    explained = window_attention("Where was Jikji printed?", document.text, model=adapter, tokenizer=qa_tokenizer(),
+                                 document_start=0, model_text=document.model_text,
+                                 model_to_text=document.model_to_text, max_length=128)
+    assert explained is None  # the adapter offers no attention: the explorer is LittleBird's
 
 
 def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, document):
@@ -263,15 +270,18 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
     loaded = models.load_model(str(tmp_path))
     assert "Longformer" in loaded.explorer_note and (loaded.num_layers, loaded.num_heads) == (2, 2)
     settings = asking.Settings(checkpoint=str(tmp_path), reading=ReadingOptions(max_length=512))
-    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=document.text)
-    summary, opened, _ = asking.explain(view.explorer, layer=1, head=1)  # the user opens the explorer
+    kept = ReadingInputs()  # as the page asks: keeping the windows' layer inputs, of which a baseline has none
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=document.text, observe=kept.keeping)
+    target = after_reading(view, "Where was Jikji printed?", settings, kept)
+    assert kept.nbytes == 0
+    summary, opened, _ = explain(target, layer=1, head=1)  # the user opens the explorer
     assert summary is None and view.result.answers
-    for plots in (opened, explorer.explore(None, str(tmp_path), layer=1, head=1)):
+    for plots in (opened, explorer_plots.explore(None, str(tmp_path), layer=1, head=1)):
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
-    assert loaded.explorer_note in explorer.slopes_figure(loaded).layout.annotations[0].text
-    assert loaded.explorer_note in explorer.reading_map_figure(view.explorer, str(tmp_path)).layout.annotations[0].text
-    keys, token_figure = asking.explain_token(view.explorer, layer=1, head=1)
+    assert loaded.explorer_note in explorer_plots.slopes_figure(loaded).layout.annotations[0].text
+    assert loaded.explorer_note in explorer_plots.reading_map_figure(target, str(tmp_path)).layout.annotations[0].text
+    keys, token_figure = explain_token(target, layer=1, head=1)
     assert keys is None and loaded.explorer_note in token_figure.layout.annotations[0].text
 
 

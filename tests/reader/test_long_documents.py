@@ -172,19 +172,21 @@ def test_the_size_limit_is_in_characters_and_a_host_may_still_set_a_token_wall(m
 
 
 def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
+    from littlebird.app.explorer.explaining import after_reading, explain
+
     tiny_loaded_model()
     settings = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(max_length=512))
     text = haystack(40, needle_at=30, needle=KOREAN_NEEDLE)
     view = asking.ask("paste", "측우기는 누가 만들었나?", settings, pasted=text)
     assert "attention" not in view.result.timings and view.result.n_windows <= DEFAULT_MAX_WINDOWS
-    target = view.explorer
+    target = after_reading(view, "측우기는 누가 만들었나?", settings)
     best = view.result.answers[0]
     assert target.document_start == view.result.window_token_spans[best.window][0]
     assert target.answer_span == (best.start, best.end)
-    summary, plots, seconds = asking.explain(target, layer=1, head=0)
+    summary, plots, seconds = explain(target, layer=1, head=0)
     assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"} and seconds > 0
     assert summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1  # the answer's tokens were found in the window
-    empty, plots, _ = asking.explain(None)
+    empty, plots, _ = explain(None)
     assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
 
 
@@ -222,7 +224,7 @@ def test_long_dev_documents_hold_their_question_among_whole_other_articles():
 def test_a_question_read_by_another_thread_during_an_explorer_pass_is_left_alone():
     import threading
 
-    from littlebird.reader import window_attention
+    from littlebird.app.explorer.window import window_attention
 
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(8, needle_at=4)
@@ -249,8 +251,10 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     question = "Who lit the lamp at Saint Ovidio?"
-    reading = read(question, text, model=model, tokenizer=tokenizer,
+    passes = []  # the reader says which of the model's passes are glimpses, and which windows read in full
+    reading = read(question, text, model=model, tokenizer=tokenizer, on_pass=passes.append,
                    options=ReadingOptions(max_length=128, max_windows=8, glimpse_tokens=48, glimpse_keep=2))
+    assert passes == ["glimpse", "read"]
     glimpsed = [w for w in reading.windows if w.glimpse_logit is not None]
     assert sorted(w.rank for w in glimpsed) == list(range(8))  # the eight best-ranked windows, each glimpsed once
     assert all(w.glimpse_logit is None for w in reading.windows if w.rank >= 8)

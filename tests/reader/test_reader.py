@@ -201,15 +201,17 @@ def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     model = tiny_model_for_tokenizer()
     question = "How deep is Lake Baikal?"
     one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(max_length=None, n_best=3))
-    windowed = read(question, TEXT, model=model, tokenizer=tokenizer,
+    passes = []
+    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, on_pass=passes.append,
                     options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
+    assert passes == ["read"]  # no glimpses without max_windows: one announcement, before the windows
     n = one_pass.n_tokens
     assert n > 400 and one_pass.window_token_spans == [(0, n)] and windowed.n_tokens == n
     assert windowed.n_windows > 8 and max(end for _, end in windowed.window_token_spans) == n
     for reading in (one_pass, windowed):
         assert 1 <= len(reading.answers) <= 3 and set(reading.timings) == {"tokenize", "rank", "model", "decode"}
         assert all(a.text == TEXT[a.start : a.end] and a.text.strip() for a in reading.answers)
-        assert 0.0 < reading.answerable_probability < 1.0 and reading.attention is None
+        assert 0.0 < reading.answerable_probability < 1.0
     empty = read(question, "  \n ", model=model, tokenizer=tokenizer)
     assert empty.answers == [] and empty.no_answer and empty.n_windows == 0
 
@@ -236,11 +238,11 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     assert progress == [(i, full.n_windows) for i in range(1, full.n_windows + 1)]
 
     model.windows = 0
-    cut = read(question, TEXT, model=model, tokenizer=tokenizer, attention_summary=lambda window, best: window.window,
+    cut = read(question, TEXT, model=model, tokenizer=tokenizer,
                options=ReadingOptions(max_length=128, stride=48, time_budget=0.0, max_windows=None))
-    assert model.windows == 1 + 1  # the first window, then its attention rerun; no second window
+    assert model.windows == 1  # the first window; no second window
     assert cut.n_windows == 1 and cut.windows_planned == full.n_windows
-    assert cut.window_token_spans == full.window_token_spans[:1] and cut.attention == 0
+    assert cut.window_token_spans == full.window_token_spans[:1]
     read_tokens = full.window_token_spans[0][1] - full.window_token_spans[0][0]
     assert cut.note.startswith(f"Read 1 of {full.n_windows} windows ({read_tokens:,} of {full.n_tokens:,} tokens)")
     assert "the time for one question (0 s) ran out" in cut.note
@@ -286,7 +288,7 @@ def test_best_windows_without_a_sign_of_the_answer_leave_the_rest_unread(tokeniz
     three = read(question, TEXT, **options, options=replace(turn, give_up_below=None, max_windows=3))
     assert given_up.answers == three.answers and three.stopped is None
     doubtful.windows = 0
-    on = read(question, TEXT, **options, options=replace(turn, give_up_below=0.01))  # 0.02: a sign of an answer at this bar
+    on = read(question, TEXT, **options, options=replace(turn, give_up_below=0.01))  # 0.02: a sign of an answer here
     assert doubtful.windows == on.n_windows == 5 and on.stopped is None
 
 
@@ -319,7 +321,7 @@ def test_should_stop_ends_the_reading_between_windows(tokenizer):
         return model.windows >= 2
 
     with pytest.raises(ReadingStopped):
-        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=stop_after_two_windows, attention_summary=lambda window, best: window.window,
+        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=stop_after_two_windows,
              options=ReadingOptions(max_length=128, stride=48, max_windows=None))
     assert model.windows == 2 and asked == [0, 1, 2]  # asked before each window; the third never started
 

@@ -1,7 +1,7 @@
 """The explorer's view as a file to download: the window's summary as an ``.npz``, with a JSON inside it that
 says what it shows.
 
-The ``.npz`` holds every array of ``figures.AttentionSummary`` (float16, indexed ``[layer, head, ...]``; the
+The ``.npz`` holds every array of ``explorer.reductions.AttentionSummary`` (float16, indexed ``[layer, head, ...]``; the
 rollout's float32, ``[layer, token followed, ...]``), the head atlas's metrics as ``metric_<name>`` (layers,
 heads), the block, answer-token and followed-token labels and, exported with the token view, that token's keys
 with their content and BiALiBi terms and weights (``token_*``). The JSON,
@@ -19,16 +19,14 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from littlebird.app import figures
-from littlebird.app.head_metrics import METRICS
-
-if TYPE_CHECKING:
-    from littlebird.app.asking import ExplorerTarget
-    from littlebird.app.token_view import TokenKeys
+from littlebird.app.explorer.head_metrics import METRICS
+from littlebird.app.explorer.keys import TokenKeys
+from littlebird.app.explorer.reductions import AttentionSummary
+from littlebird.app.explorer.target import ExplorerTarget
 
 METADATA = "explorer.json"
 KEEP_SECONDS = 3600  # files written here are deleted after an hour: the page has long copied them by then
@@ -62,8 +60,8 @@ TOKEN_ARRAYS = {
 """The arrays of the token view, in a file exported with one."""
 
 
-def explorer_metadata(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
-                      metric: str, token: "TokenKeys | None" = None) -> dict[str, Any]:
+def explorer_metadata(target: ExplorerTarget, summary: AttentionSummary, *, layer: int, head: int,
+                      metric: str, token: TokenKeys | None = None) -> dict[str, Any]:
     """The JSON of the file: what the explorer shows of ``target``'s window (and of ``token``, the token
     view's), and what each array holds."""
     window = target.windows[target.window]
@@ -92,7 +90,7 @@ def explorer_metadata(target: "ExplorerTarget", summary: figures.AttentionSummar
     }
 
 
-def summary_arrays(summary: figures.AttentionSummary, token: "TokenKeys | None" = None) -> dict[str, np.ndarray]:
+def summary_arrays(summary: AttentionSummary, token: TokenKeys | None = None) -> dict[str, np.ndarray]:
     """Every array the file holds, by name (see :data:`ARRAYS`, and :data:`TOKEN_ARRAYS` with ``token``)."""
     arrays = {name: getattr(summary, name) for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads")}
     arrays["block_labels"] = np.asarray(summary.block_labels, dtype=str)
@@ -106,8 +104,8 @@ def summary_arrays(summary: figures.AttentionSummary, token: "TokenKeys | None" 
     return arrays
 
 
-def write_explorer_file(path: str | Path, summary: figures.AttentionSummary, metadata: dict[str, Any],
-                        token: "TokenKeys | None" = None) -> Path:
+def write_explorer_file(path: str | Path, summary: AttentionSummary, metadata: dict[str, Any],
+                        token: TokenKeys | None = None) -> Path:
     """Write ``summary``'s arrays (and ``token``'s), and ``metadata`` (as ``explorer.json``) to the ``.npz`` at
     ``path``."""
     path = Path(path)
@@ -124,8 +122,8 @@ def read_explorer_file(path: str | Path) -> tuple[dict[str, np.ndarray], dict[st
         return {name: archive[name] for name in archive.files if name != METADATA}, metadata
 
 
-def export_view(target: "ExplorerTarget", summary: figures.AttentionSummary, *, layer: int, head: int,
-                metric: str, token: "TokenKeys | None" = None) -> Path:
+def export_view(target: ExplorerTarget, summary: AttentionSummary, *, layer: int, head: int,
+                metric: str, token: TokenKeys | None = None) -> Path:
     """The explorer's view (with the token view's ``token``, when given) as a new file, in a folder of its own
     under this process's export folder (where files older than :data:`KEEP_SECONDS` are deleted)."""
     exports = Path(tempfile.gettempdir()) / f"littlebird-exports-{os.getpid()}"

@@ -1,337 +1,39 @@
-"""Plotly figures for the attention explorer, and the reductions that feed them.
+"""Plotly figures for the attention explorer, drawn from the arrays of ``explorer.reductions``.
 
-Two kinds of functions live here:
+``bialibi_heatmap``, ``bialibi_distance_curves``, ``attention_block_map``, ``answer_token_attention``,
+``pack_slot_reads``, ``head_atlas``, ``rollout_map`` and ``reading_map`` take numpy arrays (or a reading's
+records) and return a ``plotly.graph_objects.Figure``. They never touch torch, so tests feed them synthetic
+arrays.
 
-* ``summarize_layer`` turns one layer's attention into small numpy arrays, and
-  ``summarize_attention`` joins the layers' (``AttentionSummary``). A 16K-token window
-  has ~300 MB of attention weights per layer, far too much to keep per browser session
-  (or, over 12 layers, at once), so each layer is reduced to block resolution and to the
-  head atlas's metrics (``app.head_metrics``) as the model computes it (``LayerReduction``).
-* ``bialibi_heatmap``, ``bialibi_distance_curves``, ``attention_block_map``,
-  ``answer_token_attention`` and ``pack_slot_reads`` take those arrays and return a
-  ``plotly.graph_objects.Figure``. They never touch torch, so tests feed them
-  synthetic arrays.
-
-Every figure is kept light: at most ``MAX_CELLS`` cells per heatmap axis (256 blocks
-of a 16K document are pooled 2 x 2), float32 arrays (plotly serialises those as
-base64, not as decimal text) and the empty ``"none"`` template, which saves ~8 KB of
-styling per figure.
+Every figure is kept light: at most ``reductions.MAX_CELLS`` cells per heatmap axis (256 blocks of a 16K
+document are pooled 2 x 2), float32 arrays (plotly serialises those as base64, not as decimal text) and the
+empty ``"none"`` template, which saves ~8 KB of styling per figure.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from littlebird.app.head_metrics import METRICS, SHARES, head_metrics
-from littlebird.app.rollout import LayerMixing, attention_rollout, layer_mixing, packed_per_block, rollout_positions
-
-MAX_CELLS = 128
-"""Most heatmap cells along one axis; more blocks than this are average-pooled."""
+from littlebird.app.explorer.head_metrics import METRICS, SHARES
+from littlebird.app.explorer.reductions import LABEL_CHARS, AttentionSummary
+from littlebird.app.explorer.target import window_label
 
 LOG_FLOOR = 1e-4
 """Weights below this are drawn as this: log colour scales need a floor, and weights
 under 1e-4 are invisible on a 0..1 scale anyway."""
 
-LABEL_CHARS = 48
-"""Characters of document text shown in the hover label of a block."""
-
 _COLORSCALE = "Viridis"  # bright = strong attention, as in the paper's figure 4
 _FONT = {"size": 11}
 
 
-@dataclass(frozen=True)
-class AttentionSummary:
-    """Everything the explorer draws for one window, reduced to block resolution.
 
-    Arrays are float16 (they are only drawn; a 16K-token window with 12 layers x 12
-    heads then takes ~12 MB of session state), indexed ``[layer, head, ...]``.
-    ``block_maps`` is pooled by ``pool`` blocks per cell on both axes; the other arrays
-    keep one column per block.
-    """
-
-    block_size: int
-    n_tokens: int
-    pool: int
-    block_maps: np.ndarray  # (L, h, m, m): query cell x key cell, m = ceil(nb / pool)
-    answer_blocks: np.ndarray  # (L, h, a, nb): each answer token's weight per key block
-    answer_pack: np.ndarray  # (L, h, a, s): each answer token's weight per pack slot
-    pack_reads: np.ndarray  # (L, h, s, nb): each pack slot's weight per input block
-    answer_tokens: tuple[str, ...]  # a labels, the answer's tokens as text
-    answer_block_range: tuple[int, int] | None  # first and last block holding the answer
-    question_blocks: int  # blocks covered by [CLS] + question + [SEP]
-    block_labels: tuple[str, ...]  # nb hover labels: where each block starts
-    head_metrics: dict[str, np.ndarray] = field(default_factory=dict)  # name of app.head_metrics.METRICS -> (L, h)
-    # app.rollout: the chosen tokens' rows down the layers, float32 (small: k <= 3 rows a layer)
-    rollout: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), np.float32))  # (L, k, nb)
-    rollout_pack_share: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))  # (L, k)
-    rollout_tokens: tuple[str, ...] = ()  # k labels: [CLS], the answer's first and last tokens
-    block_spans: tuple[tuple[int, int] | None, ...] = ()  # nb: the characters of the text each block holds
-
-    @property
-    def num_layers(self) -> int:
-        """Number of encoder layers summarised."""
-        return int(self.block_maps.shape[0])
-
-    @property
-    def num_heads(self) -> int:
-        """Number of attention heads per layer."""
-        return int(self.block_maps.shape[1])
-
-
-# ----------------------------------------------------------------------------------
-# Reductions: model tensors -> numpy
-# ----------------------------------------------------------------------------------
-
-
-def pool_blocks(matrix: np.ndarray, pool: int) -> np.ndarray:
-    """Pool the last two axes of ``matrix`` (..., nq, nk) by ``pool`` x ``pool`` blocks.
-
-    Key blocks are summed and query blocks averaged, so a cell still reads "share of
-    its queries' attention that went to these keys". The ragged last row of cells is
-    averaged over the query blocks it really has.
-    """
-    matrix = np.asarray(matrix, dtype=np.float32)
-    if pool == 1:
-        return matrix
-    *lead, nq, nk = matrix.shape
-    mq, mk = math.ceil(nq / pool), math.ceil(nk / pool)
-    padded = np.zeros((*lead, mq * pool, mk * pool), dtype=np.float32)
-    padded[..., :nq, :nk] = matrix
-    sums = padded.reshape(*lead, mq, pool, mk, pool).sum(axis=(-1, -3))  # (..., mq, mk)
-    queries_per_cell = np.minimum(pool, nq - np.arange(mq) * pool)  # (mq,)
-    return sums / queries_per_cell[:, None]
-
-
-def _block_labels(
-    text: str, token_offsets: Sequence[tuple[int, int] | None], block_size: int, n_tokens: int
-) -> tuple[str, ...]:
-    """Label each block with the start of the document text it holds."""
-    labels = []
-    for block, span in enumerate(_block_spans(token_offsets, block_size, n_tokens)):
-        if span is None:
-            labels.append("[CLS] / question" if block == 0 else "(special tokens)")
-            continue
-        snippet = " ".join(text[span[0] : span[1]].split())
-        labels.append(snippet[:LABEL_CHARS] + ("…" if len(snippet) > LABEL_CHARS else ""))
-    return tuple(labels)
-
-
-def _block_spans(token_offsets: Sequence[tuple[int, int] | None], block_size: int,
-                 n_tokens: int) -> tuple[tuple[int, int] | None, ...]:
-    """Each block's (first character, end) of the text, None for a block of special and question tokens only."""
-    spans = []
-    for first in range(0, n_tokens, block_size):
-        held = [o for o in token_offsets[first : first + block_size] if o is not None]
-        spans.append((held[0][0], held[-1][1]) if held else None)
-    return tuple(spans)
-
-
-def _local_to_blocks(local: np.ndarray, q: np.ndarray, nb: int) -> np.ndarray:
-    """Scatter local weights (..., a, 3b) of queries in blocks ``q`` into (..., a, nb) key blocks."""
-    *lead, a, three_b = local.shape
-    per_neighbour = local.reshape(*lead, a, 3, three_b // 3).sum(-1)  # (..., a, 3): blocks q-1, q, q+1
-    out = np.zeros((*lead, a, nb + 2), dtype=np.float32)
-    rows = np.arange(a)
-    for k in range(3):
-        # column q-1+k, shifted by one so q-1 = -1 lands in a spare column that is dropped
-        out[..., rows, q + k] += per_neighbour[..., k]
-    return out[..., 1 : nb + 1]
-
-
-@dataclass(frozen=True)
-class LayerSummary:
-    """One layer's share of an ``AttentionSummary`` (its arrays without the layer axis), in float32."""
-
-    pool: int
-    block_map: np.ndarray  # (h, m, m)
-    answer_blocks: np.ndarray  # (h, a, nb)
-    answer_pack: np.ndarray  # (h, a, s)
-    pack_reads: np.ndarray  # (h, s, nb)
-    head_metrics: dict[str, np.ndarray]  # (h,) per metric
-    mixing: LayerMixing | None = None  # the layer's block-level mixing, for the rollout (app.rollout)
-
-
-def summarize_layer(
-    layer: Any, *, answer_positions: Sequence[int], question_tokens: int, block_size: int, max_cells: int = MAX_CELLS
-) -> LayerSummary:
-    """Reduce one layer's ``LittleBirdAttentions`` (batch row 0) to what the explorer draws of it.
-
-    ``layer`` has ``local`` (B, h, nb, b, 3b), ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s),
-    ``pack`` (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb); see ``summarize_attention``
-    for the other arguments.
-    """
-    positions = np.asarray(answer_positions, dtype=np.int64)
-    # kept as the model gave them (float16 from the explorer's pass): only the rows read become float32 arrays
-    local, global_, packed = layer.local[0], layer.global_[0], layer.packed[0]
-    nb = local.shape[1]
-    pool = max(1, math.ceil(nb / max_cells))
-    pack = _numpy(layer.pack[0])  # (h, s, n) with n padded to blocks (as the model gives it) or not
-    h, s, n = pack.shape
-    padded = pack
-    if n != nb * block_size:  # a copy only then: at 8K tokens one is 25 MB
-        padded = np.zeros((h, s, nb * block_size), dtype=np.float32)
-        padded[..., : min(n, nb * block_size)] = pack[..., : nb * block_size]
-    pack_reads = padded.reshape(h, s, nb, block_size).sum(-1)  # (h, s, nb)
-    block_map = _numpy(layer.block_map()[0])  # (h, nb, nb)
-    chosen = np.asarray(rollout_positions(positions), dtype=np.int64)
-    mixing = layer_mixing(
-        block_map=block_map, packed_blocks=packed_per_block(layer), pack_reads=pack_reads,
-        token_window=_token_blocks(local, global_, chosen, nb),
-        token_packed=_numpy(packed[:, chosen // block_size, chosen % block_size]), token_blocks=chosen // block_size,
-    )  # fmt: skip
-    return LayerSummary(
-        pool=pool,
-        block_map=pool_blocks(block_map, pool),
-        answer_blocks=_token_blocks(local, global_, positions, nb),
-        answer_pack=_numpy(packed[:, positions // block_size, positions % block_size]),  # (h, a, s)
-        pack_reads=pack_reads,
-        head_metrics=head_metrics(layer, question_tokens=question_tokens, answer_positions=positions),
-        mixing=mixing,
-    )
-
-
-def _token_blocks(local: Any, global_: Any, positions: np.ndarray, nb: int) -> np.ndarray:
-    """(h, a, nb): where the tokens at ``positions`` looked, per key block: their local neighbours and block 0.
-    ``local`` (h, nb, b, 3b) and ``global_`` (h, nb, b, b) are tensors or arrays of any float dtype."""
-    block_size = local.shape[2]
-    q_blocks, rows = positions // block_size, positions % block_size
-    out = _local_to_blocks(_numpy(local[:, q_blocks, rows]), q_blocks, nb)
-    out[..., 0] += _numpy(global_[:, q_blocks, rows]).sum(-1)
-    return out
-
-
-def summarize_attention(
-    attentions: Sequence[Any],
-    *,
-    text: str,
-    token_offsets: Sequence[tuple[int, int] | None],
-    answer_positions: Sequence[int],
-    question_tokens: int,
-    block_size: int,
-    max_cells: int = MAX_CELLS,
-) -> AttentionSummary:
-    """Reduce one window's per-layer ``LittleBirdAttentions`` to an ``AttentionSummary``.
-
-    Args:
-        attentions: one object per layer with tensors ``local`` (B, h, nb, b, 3b),
-            ``global_`` (B, h, nb, b, b), ``packed`` (B, h, nb, b, s), ``pack``
-            (B, h, s, n_padded) and a ``block_map()`` method (B, h, nb, nb), batch row 0
-            used; or each layer's ``LayerSummary``, already reduced (``LayerReduction``).
-        text: the document text that ``token_offsets`` index into.
-        token_offsets: per window token, its (start, end) in ``text``, or None for
-            special and question tokens.
-        answer_positions: token positions (in the window) of the best answer.
-        question_tokens: tokens before the context starts ([CLS], question, [SEP]).
-        block_size: the model's block size b.
-        max_cells: pool the block map so neither axis exceeds this many cells.
-    """
-    layers = [
-        layer if isinstance(layer, LayerSummary) else summarize_layer(
-            layer, answer_positions=answer_positions, question_tokens=question_tokens, block_size=block_size,
-            max_cells=max_cells,
-        )
-        for layer in attentions
-    ]  # fmt: skip
-    n_tokens = len(token_offsets)
-    positions = np.asarray(answer_positions, dtype=np.int64)
-    answer_tokens = tuple(
-        text[token_offsets[p][0] : token_offsets[p][1]] if token_offsets[p] else "?" for p in positions
-    )
-    q_blocks = positions // block_size
-    answer_range = (int(q_blocks.min()), int(q_blocks.max())) if len(positions) else None
-
-    def stacked(name: str) -> np.ndarray:
-        return np.stack([getattr(layer, name) for layer in layers]).astype(np.float16)
-
-    rollout = {}
-    if all(layer.mixing is not None for layer in layers):
-        rows, shares = attention_rollout([layer.mixing for layer in layers])
-        chosen = rollout_positions(positions)
-        names = ["[CLS]", "answer start", "answer end"][: len(chosen)]
-        labels = tuple(name if p == 0 else f"{name} “{text[token_offsets[p][0] : token_offsets[p][1]]}”"
-                       if token_offsets[p] else name for name, p in zip(names, chosen))
-        rollout = {"rollout": rows, "rollout_pack_share": shares, "rollout_tokens": labels}
-
-    return AttentionSummary(
-        block_size=block_size,
-        n_tokens=n_tokens,
-        pool=layers[-1].pool,
-        block_maps=stacked("block_map"),
-        answer_blocks=stacked("answer_blocks"),
-        answer_pack=stacked("answer_pack"),
-        pack_reads=stacked("pack_reads"),
-        answer_tokens=answer_tokens,
-        answer_block_range=answer_range,
-        question_blocks=math.ceil(question_tokens / block_size),
-        block_labels=_block_labels(text, token_offsets, block_size, n_tokens),
-        head_metrics={name: np.stack([layer.head_metrics[name] for layer in layers]) for name in METRICS},
-        block_spans=_block_spans(token_offsets, block_size, n_tokens),
-        **rollout,
-    )
-
-
-def _offsets(window: Any) -> list[tuple[int, int] | None]:
-    """Each window token's (start, end) in the shown text, None for special and question tokens."""
-    return [None if start < 0 else (start, end) for start, end in window.token_spans]
-
-
-def answer_positions(window: Any, answer_span: tuple[int, int] | None) -> list[int]:
-    """The window's tokens that overlap ``answer_span`` of the shown text (none without a span)."""
-    if answer_span is None:
-        return []
-    first, last = answer_span
-    return [i for i, o in enumerate(_offsets(window)) if o is not None and o[0] < last and o[1] > first]
-
-
-@dataclass(frozen=True)
-class LayerReduction:
-    """``reduce_layer`` for ``littlebird.reader.window_attention``: ``summarize_layer`` of each layer as the
-    model computes it, so the window's summary never needs more than one layer's weights at a time."""
-
-    answer_span: tuple[int, int] | None
-    block_size: int
-    max_cells: int = MAX_CELLS
-
-    def __call__(self, window: Any, layer: Any) -> LayerSummary:
-        return summarize_layer(layer, answer_positions=answer_positions(window, self.answer_span),
-                               question_tokens=window.question_length, block_size=self.block_size,
-                               max_cells=self.max_cells)
-
-
-def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
-    """``summarize_attention`` for the ``littlebird.reader.WindowAttention`` of one window of a reading.
-
-    ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
-    special and question tokens); the answer's tokens are the document tokens overlapping
-    ``answer_span`` (none when there is no answer). ``window.attentions`` are the layers' weights or,
-    reduced as the model ran (``LayerReduction``), their ``LayerSummary``.
-    """
-    return summarize_attention(
-        window.attentions, text=text, token_offsets=_offsets(window), answer_positions=answer_positions(window, answer_span),
-        question_tokens=window.question_length, block_size=block_size,
-    )  # fmt: skip
-
-
-def _numpy(tensor: Any) -> np.ndarray:
-    """float32 numpy view of a torch tensor (any device, any dtype) or array."""
-    if hasattr(tensor, "detach"):
-        tensor = tensor.detach().float().cpu().numpy()
-    return np.asarray(tensor, dtype=np.float32)
-
-
-# ----------------------------------------------------------------------------------
-# Figures: numpy -> plotly
-# ----------------------------------------------------------------------------------
-
-
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+def figure_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     """The layout every explorer figure shares: no template (saves bytes), small margins."""
     fig.update_layout(
         template="none",
@@ -393,7 +95,7 @@ def bialibi_heatmap(alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray) -> g
     fig.update_yaxes(title_text="layer", row=1, col=1, autorange="reversed", dtick=1 if n_layers <= 24 else None)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=3)
-    return _layout(fig, "BiALiBi slopes per layer and head", height=300)
+    return figure_layout(fig, "BiALiBi slopes per layer and head", height=300)
 
 
 def bialibi_distance_curves(
@@ -448,7 +150,7 @@ def bialibi_distance_curves(
         )
     fig.update_xaxes(title_text="key position − query position (tokens); left < 0 < right", zeroline=True)
     fig.update_yaxes(title_text="bias subtracted from score")
-    return _layout(fig, f"BiALiBi bias against distance, layer {layer}", height=320)
+    return figure_layout(fig, f"BiALiBi bias against distance, layer {layer}", height=320)
 
 
 def _palette(n: int) -> list[str]:
@@ -540,7 +242,7 @@ def attention_block_map(
     fig.add_hline(y=question_blocks * block_size - cell / 2, line={"color": "white", "width": 1, "dash": "dot"}, row=1, col=1)
     fig.update_xaxes(title_text=f"query position (tokens, {cell} per cell)", row=2, col=1)
     fig.update_yaxes(title_text="key position (tokens)", row=1, col=1)
-    return _layout(fig, f"Attention by block, layer {layer} head {head}", height=480)
+    return figure_layout(fig, f"Attention by block, layer {layer} head {head}", height=480)
 
 
 def answer_token_attention(
@@ -561,7 +263,7 @@ def answer_token_attention(
     """
     title = f"Where the answer's tokens looked, layer {layer} head {head}"
     if len(token_labels) == 0:
-        return _message_figure(title, "No answer span was chosen, so there are no answer tokens to show.")
+        return message_figure(title, "No answer span was chosen, so there are no answer tokens to show.")
     block_weights = np.asarray(block_weights, dtype=np.float32)
     pack_weights = np.asarray(pack_weights, dtype=np.float32)
     rows = [f"{i}: {t.strip() or '·'}" for i, t in enumerate(token_labels)]
@@ -590,7 +292,7 @@ def answer_token_attention(
     fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=2)
     fig.update_xaxes(title_text="key position (tokens)", row=2, col=1)
     fig.update_xaxes(title_text="slot", row=1, col=2)
-    return _layout(fig, title, height=min(160 + 18 * max(len(rows), 4), 720))
+    return figure_layout(fig, title, height=min(160 + 18 * max(len(rows), 4), 720))
 
 
 def pack_slot_reads(
@@ -621,11 +323,11 @@ def pack_slot_reads(
     _outline_answer(fig, answer_block_range, block_size, block_size, row=1, col=1)
     fig.update_xaxes(title_text="input position (tokens)", row=2, col=1)
     fig.update_yaxes(title_text="pack slot", autorange="reversed", row=1, col=1)
-    return _layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
+    return figure_layout(fig, f"What each pack slot read, layer {layer} head {head}", height=400)
 
 
 def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, head: int | None = None) -> go.Figure:
-    """One head metric (a key of ``app.head_metrics.METRICS``) for every layer (rows) and head (columns).
+    """One head metric (a key of ``explorer.head_metrics.METRICS``) for every layer (rows) and head (columns).
 
     ``values`` is (layers, heads), as ``AttentionSummary.head_metrics[metric]``. Shares of attention
     are drawn on a fixed 0..1 scale, so two windows' atlases compare; distance and entropy on their
@@ -635,7 +337,7 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     title = f"Head atlas: {label}"
     values = np.asarray(values, dtype=np.float32)
     if np.isnan(values).all():
-        return _message_figure(title, "The window explored holds no answer span, so no head attends to one."
+        return message_figure(title, "The window explored holds no answer span, so no head attends to one."
                                if metric == "answer" else "These attention weights do not say how their bias was made.")
     n_layers, n_heads = values.shape
     scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
@@ -650,7 +352,7 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
                       line={"color": "#ff4136", "width": 3})
     fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None)
     fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1 if n_layers <= 24 else None)
-    return _layout(fig, title, height=360)
+    return figure_layout(fig, title, height=360)
 
 
 def rollout_map(
@@ -662,7 +364,7 @@ def rollout_map(
     block_size: int,
     answer_block_range: tuple[int, int] | None = None,
 ) -> go.Figure:
-    """Attention rollout through both routes (``app.rollout``): one panel per token followed.
+    """Attention rollout through both routes (``explorer.rollout``): one panel per token followed.
 
     ``rollout`` is (layers, tokens, blocks): where the token's final representation draws from in each layer's
     input, layer 0 at the bottom being the embeddings; ``pack_share`` (layers, tokens) is the share of what each
@@ -671,7 +373,7 @@ def rollout_map(
     title = "Rollout through both routes: where [CLS] and the answer draw from, layer by layer"
     rollout = np.asarray(rollout, dtype=np.float32)
     if rollout.size == 0:
-        return _message_figure(title, "Ask a question, then open the explorer to see this.")
+        return message_figure(title, "Ask a question, then open the explorer to see this.")
     n_layers, k, nb = rollout.shape
     specs = [[{}, {}] for _ in range(k)] + [[{}, None]]
     titles = [t for label in token_labels for t in (label, "via pack slots" if label == token_labels[0] else "")]
@@ -698,19 +400,7 @@ def rollout_map(
     fig.update_yaxes(visible=False, fixedrange=True, row=k + 1, col=1)
     fig.update_xaxes(title_text="input position (tokens)", row=k + 1, col=1)
     fig.update_annotations(font={"size": 11})
-    return _layout(fig, title, height=110 + 130 * k)
-
-
-def _ordinal(n: int) -> str:
-    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def window_label(index: int, window: Any) -> str:
-    """One line on a window of the reading: where it is, its first-pass rank, whether and when it was read."""
-    read = "not read" if window.read is None else f"read {_ordinal(window.read + 1)}"
-    return f"window {index} · tokens {window.start:,}–{window.end:,} · first pass #{window.rank + 1} · {read}"
+    return figure_layout(fig, title, height=110 + 130 * k)
 
 
 _READ, _UNREAD, _BEST, _OTHER = "#1f77b4", "#c7c7c7", "#d62728", "#ff7f0e"
@@ -728,7 +418,7 @@ def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | 
     """
     title = "Reading map: the first pass ranks the windows, the model reads the best ones"
     if not windows:
-        return _message_figure(title, "Ask a question to see which windows the reader read, and what it found in them.")
+        return message_figure(title, "Ask a question to see which windows the reader read, and what it found in them.")
     x = list(range(len(windows)))  # plain numbers: a few per window, and the page reads them back
     read = [w.read is not None for w in windows]
     hover = [window_label(i, w) + (f"<br>BM25 {w.lexical_score:.2f}" if w.lexical_score is not None else "")
@@ -772,16 +462,16 @@ def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | 
     fig.update_yaxes(title_text="span score", row=3, col=1)
     fig.update_xaxes(title_text="window, in document order (shaded: the one explored)", row=3, col=1,
                      dtick=1 if len(windows) <= 30 else None)
-    return _layout(fig, title, height=420)
+    return figure_layout(fig, title, height=420)
 
 
-def _message_figure(title: str, message: str) -> go.Figure:
+def message_figure(title: str, message: str) -> go.Figure:
     """An empty figure that says why there is nothing to draw."""
     fig = go.Figure()
     fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return _layout(fig, title, height=160)
+    return figure_layout(fig, title, height=160)
 
 
 # The explorer's plots drawn from an attention summary, with their titles.
@@ -800,7 +490,7 @@ def explorer_off(note: str) -> dict[str, go.Figure]:
     """
     titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
               "reading_map": _READING_MAP, "atlas": _ATLAS, "rollout": "Rollout through both routes"}
-    return {key: _message_figure(title, note) for key, title in titles.items()}
+    return {key: message_figure(title, note) for key, title in titles.items()}
 
 
 def explorer_figures(
@@ -819,7 +509,7 @@ def explorer_figures(
     out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
     if summary is None:
         note = "Ask a question, then open the explorer to see this."
-        out.update({key: _message_figure(title, note) for key, title in {**_SUMMARY_PLOTS, "atlas": _ATLAS}.items()})
+        out.update({key: message_figure(title, note) for key, title in {**_SUMMARY_PLOTS, "atlas": _ATLAS}.items()})
         return out
     out["atlas"] = head_atlas(summary.head_metrics[metric], metric=metric, layer=layer, head=head)
     at = (layer, head)
