@@ -197,7 +197,8 @@ def tokenized_sequences(args, tokenizer) -> dict[str, dict[str, list[torch.Tenso
         out[split] = {}
         for language, texts in by_language.items():
             out[split][language] = []
-            for first in range(0, len(texts), 256):  # in slices: 14M token ids as Python ints at once is 0.5 GB
+            # in slices: every text's ids at once, as Python ints, take many times their tensors' memory
+            for first in range(0, len(texts), 256):
                 ids = tokenizer(texts[first : first + 256], add_special_tokens=False, verbose=False)["input_ids"]
                 out[split][language] += [sequence for document in ids
                                          for sequence in cut_sequences(document, max_length=args.max_length,
@@ -210,7 +211,7 @@ def tokenized_sequences(args, tokenizer) -> dict[str, dict[str, list[torch.Tenso
 def mixed_training_sequences(sequences: dict[str, list[torch.Tensor]], ko_share: float,
                              seed: int) -> list[torch.Tensor]:
     """All of the smaller language's sequences and as many of the other's, drawn at random, as make
-    ``ko_share`` of the tokens Korean (Korean Wikipedia holds about five times SQuAD's tokens)."""
+    ``ko_share`` of the tokens Korean: every token of the scarcer side is used, none is repeated."""
     tokens = {language: sum(len(s) for s in seqs) for language, seqs in sequences.items()}
     rng = random.Random(seed)
     wanted = {"ko": tokens["en"] * ko_share / (1 - ko_share), "en": tokens["ko"] * (1 - ko_share) / ko_share}

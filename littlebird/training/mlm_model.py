@@ -30,8 +30,8 @@ class TiedSoftmaxLoss(torch.autograd.Function):
 
     The loss's gradient (softmax minus one-hot) is taken with the loss, chunk by chunk, so nothing of
     (M, V) is kept for the backward pass or recomputed: only grad x (M, H) and grad b (V,). W (the
-    frozen word embeddings, V = 250K) gets no gradient. With all (M, V) logits, their softmax and its
-    gradient alive at once, a batch of 16 x 512 held about 5 GB more.
+    frozen word embeddings, V = 250K) gets no gradient. All (M, V) logits, their softmax and its gradient
+    alive at once would hold several GB more per batch of 512-token sequences (training log, 2026-11-27).
     """
 
     @staticmethod
