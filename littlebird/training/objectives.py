@@ -1,11 +1,12 @@
-"""Training objectives: QA fine-tuning (stages 1 and 3), distillation (stage 2, section 3.4) and
-the baselines' QA fine-tuning.
+"""Training objectives: QA fine-tuning (stages 1 and 3), distillation (stage 2, section 3.4), the
+baselines' QA fine-tuning and the source encoder's masked-LM healing.
 
 Each objective is an ``nn.Module`` whose ``forward(batch)`` returns ``(loss, scalars to log)``, so
 the data-parallel wrapper sees the whole computation. The first two work on any QA model that has
 the ``.littlebird`` encoder and ``.qa_head`` of :class:`~littlebird.LittleBirdForQuestionAnswering`
 (the teacher has them too), and compute the head in float32; :class:`BaselineQAObjective` trains
-a BigBird or Longformer behind :class:`~littlebird.baselines.BaselineQAAdapter`.
+a BigBird or Longformer behind :class:`~littlebird.baselines.BaselineQAAdapter`, and
+:class:`MaskedLMObjective` the encoder of :mod:`~littlebird.training.mlm_model`.
 """
 
 from __future__ import annotations
@@ -237,3 +238,24 @@ class BaselineQAObjective(nn.Module):
         out = self.model.model(**inputs, start_positions=batch["start_positions"],
                                end_positions=batch["end_positions"])
         return out.loss, {}
+
+
+class MaskedLMObjective(nn.Module):
+    """The masked-LM healing stage: the mean masked-token loss of a
+    :class:`littlebird.training.mlm_model.EncoderForMaskedLM`, and its accuracy to log.
+
+    Dropout draws from the batch's own seed, not from the process's random state, so a resumed run
+    (which skips the batches already seen) takes exactly the steps an uninterrupted run takes.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        device = batch["input_ids"].device
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(int(batch["dropout_seed"]))
+            loss_sum, correct, count = self.model(batch["input_ids"], batch["attention_mask"], batch["labels"])
+        count = max(count, 1)
+        return loss_sum / count, {"accuracy": correct.item() / count}

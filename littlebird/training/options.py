@@ -183,8 +183,8 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
 
     With ``--short-en-questions`` / ``--short-ko-questions`` the short windows of that many paragraph
     questions come too (as the fine-tuning stage cuts them), so a stage that teaches long inputs also
-    keeps practising paragraphs: trained on long windows alone, round 2 lost 7 (English) and 3 (Korean)
-    points of paragraph F1.
+    keeps practising paragraphs: trained on long windows alone, a student loses paragraph F1 (the training
+    log's rounds 2 and 3).
     """
     corpus = load_corpus(args.data_dir, args.dev_fraction)
     short = [(language, count) for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]
@@ -281,9 +281,9 @@ _NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 
 def cached_features(args, build: Callable[[], list]) -> list:
     """``build()``'s windows, kept in ``<output-dir>/features.pt`` for the next process of the same stage.
 
-    A stage that is stopped and resumed starts a new process each time; building
-    the windows again (tokenizing tens of thousands of questions, splitting Korean sentences with
-    Kiwi) took about two minutes of each on 2 cores. The file is reused only when every other option
+    A stage that is stopped and resumed starts a new process each time, and building the windows again
+    (tokenizing tens of thousands of questions, splitting Korean sentences with Kiwi) would take minutes
+    of each. The file is reused only when every other option
     is the same, so a changed data option, seed or rate builds anew.
     """
     path = Path(args.output_dir) / FEATURES_FILE

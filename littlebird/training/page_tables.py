@@ -89,7 +89,9 @@ def page_html(page: dict) -> str:
 
 def clean_page(page: dict):
     """The page through the app's cleaner (a :class:`littlebird.app.clean.Document`)."""
-    from ..app.clean import clean_document  # the cleaner lives with the app (trafilatura, lxml)
+    # Imported here, not above: only this step needs the cleaner's packages (trafilatura, lxml, the train
+    # extra's), so listing stages, planning a recipe or running one without table questions loads none.
+    from ..app.clean import clean_document
     from ..app.decode import RawDocument
 
     return clean_document(RawDocument(page_html(page), True, page.get("url") or page["title"], "utf-8"))

