@@ -25,7 +25,7 @@ import torch
 
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import CPU_MODES, optimize_for_cpu
-from littlebird.reader import DEFAULT_MAX_LENGTH, encode_text, model_device, read, window_length
+from littlebird.reader import DEFAULT_MAX_LENGTH, ReadingOptions, encode_text, model_device, read, window_length
 from littlebird.training.data import read_squad
 
 DEFAULT_THRESHOLD = 0.9
@@ -69,8 +69,9 @@ def window_confidence(model, tokenizer, articles: list[dict], *, threshold: floa
                 tokens = answer_tokens(spans, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
                 if tokens is None:
                     continue
-                reading = read(qa["question"], context, model=model, tokenizer=tokenizer, max_length=max_length,
-                               max_windows=None, stop_confidence=None, give_up_below=None)
+                options = ReadingOptions(max_length=max_length, max_windows=None, stop_confidence=None,
+                                         give_up_below=None)
+                reading = read(qa["question"], context, model=model, tokenizer=tokenizer, options=options)
                 counts.questions += 1
                 best, best_holds = -1.0, False
                 for window in reading.windows:

@@ -161,14 +161,15 @@ def test_the_cache_keeps_the_last_two_windows():
 def test_a_reading_keeps_the_windows_it_reads_in_full_and_not_its_glimpses():
     """The reader says which passes are glimpses (``read(on_pass=...)``); the kept windows are the windows read,
     each kept whole, by its place in the reading order."""
-    from littlebird.reader import GLIMPSE_ABOVE, read
+    from littlebird.reader import GLIMPSE_ABOVE, ReadingOptions, read
     from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
     model = tiny_model_for_tokenizer(0)
     text = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
     with keeping_reading(model, budget=2**40) as kept:
-        reading = read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), max_length=256,
-                       max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None, on_pass=kept.on_pass)
+        options = ReadingOptions(max_length=256, max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None)
+        reading = read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), on_pass=kept.on_pass,
+                       options=options)
     assert "glimpse" in reading.timings and reading.n_windows < GLIMPSE_ABOVE + 2  # glimpses ran, fewer were read
     places = [place for place in range(GLIMPSE_ABOVE + 2) if kept.window(place) is not None]
     assert places == list(range(reading.n_windows))
@@ -176,6 +177,5 @@ def test_a_reading_keeps_the_windows_it_reads_in_full_and_not_its_glimpses():
     # without being told, the glimpses' batch is taken for windows read
     unaware = ReadingInputs(budget=2**40)
     with unaware.keeping(model):
-        read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), max_length=256,
-             max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None)
+        read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), options=options)
     assert unaware.window(reading.n_windows) is not None

@@ -77,8 +77,6 @@ for path in sorted(Path("recipes").glob("*.yaml")):
     assert not loaded & (APP_ONLY | CLEANER), sorted(loaded & (APP_ONLY | CLEANER))
 
 
-@pytest.mark.xfail(strict=True, reason="littlebird/cli.py's build_parser imports littlebird.app.asking (plotly, the "
-                   "cleaner) for `littlebird ask`'s defaults; when that import moves, drop this mark")
 def test_the_train_command_lists_its_stages_without_app_packages():
     code = """
 import contextlib, io

@@ -1,8 +1,16 @@
-"""No import circles through littlebird/training: no module imports one that imports it back, directly or
-through others, counting imports inside functions and under ``TYPE_CHECKING`` (a circle there still ties the
-two modules' layouts together and breaks as soon as either import moves to the top)."""
+"""What the package imports: no import circles, and a command line that loads what its command needs.
+
+No module imports one that imports it back, directly or through others, counting imports inside functions and
+under ``TYPE_CHECKING`` (a circle there still ties the two modules' layouts together and breaks as soon as either
+import moves to the top). ``littlebird --help`` loads neither torch nor transformers, and ``littlebird ask`` on a
+text file loads none of the web page's packages and keeps no layer inputs (no forward hook), each checked in a
+fresh interpreter, so that what the test session has already imported does not count."""
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,10 +79,57 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_circle_passes_through_the_training_package():
-    through_training = [c for c in circles(import_graph(package_modules()))
-                        if any(m.startswith("littlebird.training") for m in c)]
-    assert not through_training, through_training
+def test_no_import_circle_in_the_package():
+    graph = import_graph(package_modules())
+    assert {"littlebird.app.asking", "littlebird.app.explorer.explaining", "littlebird.training.data"} <= set(graph)
+    assert "littlebird.app.asking" in graph["littlebird.app.explorer.explaining"]  # the finder sees real imports
+    assert not circles(graph), circles(graph)
+
+
+def run_fresh(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter in the repository; it prints one JSON line last, returned here."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_help_loads_neither_torch_nor_transformers():
+    loaded = run_fresh("""
+import contextlib, io, json, sys
+from littlebird.cli import main
+for argv in (["--help"], ["ask", "--help"], ["train", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()) as shown, contextlib.suppress(SystemExit):
+        main(argv)
+    assert "usage: littlebird" in shown.getvalue(), argv
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+""")
+    assert "littlebird" in loaded
+    assert not {"torch", "transformers", "gradio", "numpy"} & set(loaded)
+
+
+def test_asking_about_a_text_file_loads_no_web_page_and_keeps_no_layer_inputs(tmp_path):
+    document = tmp_path / "lighthouse.txt"
+    document.write_text("The lighthouse at Saint Ovidio was first lit in 1843 by its keeper, Anna Moreau.\n",
+                        encoding="utf-8")
+    seen = run_fresh(f"""
+import contextlib, io, json, sys
+import torch
+hooked = []
+register = torch.nn.Module.register_forward_hook
+def recording(module, *args, **kwargs):
+    hooked.append(type(module).__name__)
+    return register(module, *args, **kwargs)
+torch.nn.Module.register_forward_hook = recording
+from littlebird.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as shown:
+    code = main(["ask", {str(document)!r}, "Who first lit the lighthouse?", "--json"])
+print(json.dumps({{"code": code, "answer": json.loads(shown.getvalue())["answer"], "hooked": hooked,
+                  "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("gradio", "plotly")
+                                    or m.startswith("littlebird.app.explorer"))}}))
+""")
+    assert seen["code"] == 0 and seen["answer"]  # it answered, from the shipped checkpoint
+    assert seen["hooked"] == [] and seen["modules"] == []
 
 
 def test_the_circle_finder_sees_imports_inside_functions_and_under_type_checking(tmp_path):
