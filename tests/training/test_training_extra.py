@@ -12,7 +12,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
