@@ -4,6 +4,7 @@ Decoding rules run on hand-made logits; the teacher and a tiny random LittleBird
 reader. The baselines go through it in ``test_baselines.py``.
 """
 
+import dataclasses
 from dataclasses import replace
 
 import numpy as np
@@ -356,3 +357,45 @@ def test_the_teacher_reads_within_its_positions(tokenizer):
     widths = [end - start for start, end in reading.window_token_spans]
     assert reading.n_windows > 10 and max(widths) + reading.question_length <= 64
     assert reading.answers and all(a.text == TEXT[a.start : a.end] for a in reading.answers)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_length", 4), ("stride", 0), ("max_windows", 0), ("max_windows", "all"), ("stop_confidence", 0.0),
+    ("stop_confidence", 1.5), ("give_up_below", 1.0), ("give_up_below", -0.1), ("glimpse_tokens", 7),
+    ("glimpse_keep", 0), ("time_budget", -1.0), ("lexical_prior", -0.5), ("n_best", 0), ("max_answer_length", 0),
+    ("top_k_starts", 0), ("no_answer_threshold", 1.5), ("no_answer_threshold", None), ("window_batch_size", 0),
+    ("threads", 0), ("rank_windows", "yes"), ("cpu_mode", "int8"),
+])
+def test_an_invalid_reading_option_is_refused_by_its_name(field, value):
+    with pytest.raises(ValueError) as refused:
+        ReadingOptions(**{field: value})
+    message = str(refused.value)
+    assert message.startswith(f"{field} ") and repr(value) in message
+    others = {f.name for f in dataclasses.fields(ReadingOptions)} - {field}
+    assert not any(f" {name} " in f" {message} " for name in others)  # one field, not a list of every limit
+
+
+def test_the_reading_is_set_only_through_its_options(tokenizer):
+    model = tiny_model_for_tokenizer()
+    with pytest.raises(TypeError):
+        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, max_length=128)  # not a keyword of read
+    options = ReadingOptions(max_length=128, stride=48, max_windows=None, n_best=2)
+    reading = read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=options)
+    assert reading.n_windows == reading.windows_planned > 8 and len(reading.answers) == 2
+    assert all(end - start <= 128 - reading.question_length for start, end in reading.window_token_spans)
+
+
+def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer):
+    model = tiny_model_for_tokenizer()
+    threads = torch.get_num_threads()
+    try:
+        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(threads=1))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
+         options=ReadingOptions(cpu_mode="bf16-linear"))
+    assert model.littlebird_cpu_mode == "bf16-linear"
+    assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
+    with pytest.raises(ValueError, match="cpu_mode"):  # its weights are rounded: no way back to fp32
+        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(cpu_mode="fp32"))
