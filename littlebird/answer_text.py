@@ -24,7 +24,7 @@ _TRAILING_TAGS = ("JKS", "JKC", "JKG", "JKO", "JKB", "JKV", "JKQ", "JX", "JC", "
 
 @functools.lru_cache(maxsize=1)
 def get_kiwi() -> Kiwi:
-    """The shared Kiwi analyser, created and warmed up once (about 3 s; later calls take ~0.1 ms)."""
+    """The shared Kiwi analyser, created and warmed up once: creating it takes seconds, later calls are quick."""
     kiwi = Kiwi()
     kiwi.tokenize("세종은 조선의 국왕이다.")  # the first analysis loads the model lazily
     return kiwi

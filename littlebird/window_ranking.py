@@ -1,7 +1,7 @@
 """Which windows of a long document to read first: a lexical first pass (BM25) over the tokens.
 
-Reading every 1K-token window of a long document with the full model costs about 0.7 s a window on
-two CPU cores, and over many windows the choice among them is the weak part (a wrong window's span
+Reading every 1K-token window of a long document with the full model costs a forward pass a window,
+and over many windows the choice among them is the weak part (a wrong window's span
 can outscore the right one). So before the model runs, the reader ranks the windows by how well
 their words match the question's: BM25 (Robertson and Zaragoza, 2009) over short chunks of the
 document, a window scoring as its best chunk, since an answer sits near the question's words.

@@ -23,7 +23,7 @@ from littlebird.app.errors import DocumentError
 # A million characters is about 250K English or 400K Korean tokens: tokenized and ranked in a few
 # seconds on 2 cores, held in a few hundred MB (benchmarks/load_test.py measures the peak).
 DEFAULT_MAX_CHARACTERS = 1_000_000
-# The reader reads at most a few windows (about 3 s on 2 AVX2 cores); the budget only bites when
+# The reader reads at most a few windows (seconds on 2 cores: docs/performance.md); the budget only bites when
 # many questions share the cores at once, and then the best-ranked windows have been read first.
 DEFAULT_QUESTION_SECONDS = 20.0
 # Markup is most of a web page's source; HTML gets the upload and fetch cap instead (5 MB),

@@ -99,5 +99,5 @@ _WARM_TEXT = " ".join([WARM_SENTENCE] * 260)
 
 def warm_up(model, tokenizer) -> None:
     """Read one question through the app's reader, so the first user's question does not pay for the model's
-    first forward passes (allocations, kernel choices: about 1-2 s on CPU) or the answer tidying's start."""
+    first forward passes (allocations, kernel choices) or the answer tidying's start."""
     read(WARM_QUESTION, _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span)

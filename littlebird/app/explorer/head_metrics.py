@@ -18,8 +18,8 @@ Each metric is reduced from the layer's compact attention (``LittleBirdAttention
 Each is an average over queries, so it is estimated on a fixed sample of the layer's query blocks: every block
 of a window up to :data:`SAMPLED_BLOCKS` blocks (1,024 tokens at b = 64), else that many spread evenly over the
 window (:func:`sampled_blocks`), the same for every layer and head, so the atlas compares like with like. At 8K
-tokens that reads one block in eight: with the shipped checkpoint the median head is within 1-2% of the full
-average and nine in ten within 5-10% (shares within 0.04 of it), and the layer's metrics cost ~25 ms, not ~0.3 s.
+tokens that reads one block in eight, which keeps the heads close to their full averages at a fraction of the
+cost (docs/training-log.md, 2026-12-05).
 
 The key of column c in query block q's ``local`` row is token (q - 1) b + c and of its ``global_`` row token c
 (block 0), so every metric is a weighted sum over the compact tensors: no n x n matrix is formed. The sampled
@@ -110,8 +110,8 @@ def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Seq
             s = slots.shape[-1]
             cross = ((slots * logits[..., :s]).sum(-1) + (block0 * logits[..., s : s + b]).sum(-1)
                      + (window * logits[..., s + b :]).sum(-1))
-            # logsumexp by hand, 3x faster than torch's on CPU; masked keys (-1e4) clamped to -80 first, as exp's
-            # underflow path is 4x slower, and exp(-80) adds nothing to a sum of at least 1
+            # logsumexp by hand, faster than torch's on CPU; masked keys (-1e4) clamped to -80 first, as exp's
+            # underflow path is slow, and exp(-80) adds nothing to a sum of at least 1
             peak = logits.amax(-1, keepdim=True)
             normaliser = (logits - peak).clamp_(min=-80.0).exp_().sum(-1).log_() + peak[..., 0]
             values["prior"] = (normaliser - entropy - cross).clamp(min=0)
@@ -127,7 +127,7 @@ def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Seq
 
 
 def _p_log_p(weights: torch.Tensor) -> torch.Tensor:
-    """sum p log p over the last axis, 0 log 0 = 0: p times the log of p clamped to a tiny positive, 3x faster on CPU
+    """sum p log p over the last axis, 0 log 0 = 0: p times the log of p clamped to a tiny positive, faster on CPU
     than ``torch.xlogy`` (whose every element takes its 0 test)."""
     return (weights * weights.clamp(min=1e-30).log()).sum(-1)
 
