@@ -59,6 +59,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -177,22 +178,23 @@ def f1_of(paths: str) -> str:
     return f"{100 * statistics.fmean(r['f1'] for r in rows):.1f} ({len(rows)} q)"
 
 
-def reader_options(reader: str, max_windows: int, glimpse_keep: int = GLIMPSE_KEEP) -> dict:
-    """The ``read`` options of one of :data:`READERS`."""
+def reader_options(reader: str, max_windows: int, glimpse_keep: int = GLIMPSE_KEEP) -> ReadingOptions:
+    """The reading options of one of :data:`READERS`."""
     stops = (DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if reader == "ranked" else (None, None)
-    return {"max_windows": None if reader == "all" else max_windows, "stop_confidence": stops[0],
-            "give_up_below": stops[1], "glimpse_tokens": GLIMPSE_TOKENS if reader in ("ranked", "glimpse") else None,
-            "glimpse_keep": glimpse_keep}
+    return ReadingOptions(max_windows=None if reader == "all" else max_windows, stop_confidence=stops[0],
+                          give_up_below=stops[1], glimpse_keep=glimpse_keep,
+                          glimpse_tokens=GLIMPSE_TOKENS if reader in ("ranked", "glimpse") else None)
 
 
-def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: dict,
+def time_question(document, model, tokenizer, repeats: int, batch_size: int, max_length: int, options: ReadingOptions,
                   question: str = QUESTION, model_text: str | None = None, model_to_text=None) -> dict:
     runs = []
     for _ in range(repeats):
         forget_encodings()  # a new document: its tokenization counts
         start = time.perf_counter()
-        result = read(question, document, model=model, tokenizer=tokenizer, tidy=tidy_answer_span, model_text=model_text, model_to_text=model_to_text, **options,
-                      options=ReadingOptions(window_batch_size=batch_size, max_length=max_length))
+        result = read(question, document, model=model, tokenizer=tokenizer, tidy=tidy_answer_span, model_text=model_text,
+                      model_to_text=model_to_text,
+                      options=replace(options, window_batch_size=batch_size, max_length=max_length))
         runs.append((time.perf_counter() - start, result))
     totals = [t for t, _ in runs]
     last = runs[-1][1]
