@@ -10,8 +10,8 @@ rm -rf "$VENV" "$WORK" && python3 -m venv "$VENV" && . "$VENV/bin/activate"
 pip install -q torch==2.13.0 && pip install -q "$ROOT[train]"
 pip list 2>/dev/null | grep -iE "^(gradio|plotly|pypdfium2|mammoth|pytest) " && { echo "app or test packages installed"; exit 1; }
 mkdir -p "$WORK" && cd "$WORK"   # outside the checkout: the installed package runs
-littlebird --help | head -1
-littlebird train "$ROOT/recipes/default.yaml" --dry-run | head -3
+littlebird --help > help.txt && head -1 help.txt
+littlebird train "$ROOT/recipes/default.yaml" --dry-run > plan.txt && head -3 plan.txt
 ROOT="$ROOT" WORK="$WORK" python - <<'PY'
 import os, sys
 from pathlib import Path
