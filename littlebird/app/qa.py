@@ -97,7 +97,8 @@ WARM_QUESTION = "When was the lighthouse lit?"
 _WARM_TEXT = " ".join([WARM_SENTENCE] * 260)
 
 
-def warm_up(model, tokenizer) -> None:
+def warm_up(model, tokenizer, should_stop: Callable[[], bool] | None = None) -> None:
     """Read one question through the app's reader, so the first user's question does not pay for the model's
-    first forward passes (allocations, kernel choices) or the answer tidying's start."""
-    read(WARM_QUESTION, _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span)
+    first forward passes (allocations, kernel choices) or the answer tidying's start. ``should_stop`` ends it
+    between windows (:class:`littlebird.reader.ReadingStopped`), as when the app shuts down meanwhile."""
+    read(WARM_QUESTION, _WARM_TEXT, model=model, tokenizer=tokenizer, tidy=tidy_answer_span, should_stop=should_stop)

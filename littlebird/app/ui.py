@@ -8,6 +8,7 @@ The work behind the events lives in modules of its own, which take and return pl
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from dataclasses import replace
@@ -124,10 +125,26 @@ def aim_menu(target: ExplorerTarget | None) -> gr.Dropdown:
                        value=aim_value(target.aim))
 
 
+_STOP_WARMING = threading.Event()  # set when the process exits: the warm-up stops between windows
+
+
 def _warm_model(loaded: LoadedModel, model_path: str | None) -> None:
     """The app's start, in the background: one question through the reader, then the explorer opened once."""
-    warm_up(loaded.model, loaded.tokenizer)
-    warm_explorer(model_path)
+    try:
+        warm_up(loaded.model, loaded.tokenizer, should_stop=_STOP_WARMING.is_set)
+        if not _STOP_WARMING.is_set():
+            warm_explorer(model_path, should_stop=_STOP_WARMING.is_set)
+    except ReadingStopped:
+        pass
+
+
+def _end_warming(threads: list[threading.Thread]) -> None:
+    """At exit, let the warm-up threads end before the interpreter does: a thread still inside torch or Kiwi
+    while the process tears down their libraries aborts it ("terminate called without an active exception") or
+    hangs it, so a server stopped during its warm-up (Ctrl-C, a Space restarting) would not stop cleanly."""
+    _STOP_WARMING.set()
+    for thread in threads:
+        thread.join(timeout=60)
 
 
 def build_demo(
@@ -151,9 +168,12 @@ def build_demo(
     loaded = load_model(model_path)
     # Kiwi (Korean answer trimming) and the first pass's term table take seconds to build: warm them now,
     # not on the first question.
-    threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True).start()
-    threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True).start()
-    threading.Thread(target=_warm_model, args=(loaded, model_path), name="warm-model", daemon=True).start()
+    warming = [threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True),
+               threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True),
+               threading.Thread(target=_warm_model, args=(loaded, model_path), name="warm-model", daemon=True)]
+    for thread in warming:
+        thread.start()
+    atexit.register(_end_warming, warming)
     checkpoint = model_path or DEFAULT_CHECKPOINT
     limit = concurrency_limit or int(os.environ.get("LITTLEBIRD_CONCURRENCY", "2"))
     examples = load_examples()

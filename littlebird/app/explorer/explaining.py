@@ -11,6 +11,7 @@ tests call them without a browser.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -126,19 +127,20 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, met
     return summary, plots, time.perf_counter() - clock
 
 
-def warm_explorer(checkpoint: str | None = None) -> AttentionSummary | None:
+def warm_explorer(checkpoint: str | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> AttentionSummary | None:
     """Ask one question of a one-window text and open its explorer both ways (from the layer inputs the reading
     kept, then by a pass of the window), keeping nothing for the token view, so that the first user's explorer
-    does not pay for the attention-weights pass's and plotly's first calls (0.2-0.5 s of a 1K-token window's
-    first open on 2 cores). Returns the summary drawn (None for a baseline)."""
+    does not pay for the attention-weights pass's and plotly's first calls (a 1K-token window's first open). ``should_stop`` ends it early (the app shutting down). Returns the summary drawn (None for a
+    baseline)."""
     text = " ".join([WARM_SENTENCE] * 40)  # ~700 tokens: one window
     settings = Settings(checkpoint=checkpoint)
     kept = ReadingInputs()
-    view = ask("paste", WARM_QUESTION, settings, pasted=text, observe=kept.keeping)
+    view = ask("paste", WARM_QUESTION, settings, pasted=text, observe=kept.keeping, should_stop=should_stop)
     target = after_reading(view, WARM_QUESTION, settings, kept)
     summary, _, _ = explain(target, remember=False)  # from the layer inputs the reading kept
     key = None if target is None else capture_key(target)
-    if key is not None and CAPTURES.get(key) is not None:
+    if key is not None and CAPTURES.get(key) is not None and not (should_stop and should_stop()):
         CAPTURES.forget(key)
         summary, _, _ = explain(target, remember=False)  # by a pass of the window, as for a window not kept
     return summary
