@@ -793,18 +793,22 @@ def prepare_model(model, options: ReadingOptions) -> None:
     """Set the threads and the CPU mode ``options`` ask for: see :class:`ReadingOptions`."""
     if options.threads is not None and torch.get_num_threads() != options.threads:
         torch.set_num_threads(options.threads)
-    if options.cpu_mode is None or model is None or model_device(model).type != "cpu":
+    if options.cpu_mode is None or model is None or getattr(model, "littlebird_cpu_mode_asked", None) == options.cpu_mode:
+        return  # asked for this mode before: settled, without reading the CPU's flags on every question
+    if model_device(model).type != "cpu":
         return
     from .inference import optimize_for_cpu, resolve_cpu_mode
 
     wanted = resolve_cpu_mode(options.cpu_mode)
     current = getattr(model, "littlebird_cpu_mode", "fp32")
     if current == wanted:
+        model.littlebird_cpu_mode_asked = options.cpu_mode
         return
     if current != "fp32":
         raise ValueError(f"cpu_mode {options.cpu_mode!r} asks for {wanted}, but the model was converted to "
                          f"{current}; load it again to read in another mode")
     optimize_for_cpu(model, wanted, inplace=True)
+    model.littlebird_cpu_mode_asked = options.cpu_mode
 
 
 def read(question: str, text: str, *, model, tokenizer, options: ReadingOptions = DEFAULT_READING,

@@ -397,5 +397,16 @@ def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer)
          options=ReadingOptions(cpu_mode="bf16-linear"))
     assert model.littlebird_cpu_mode == "bf16-linear"
     assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
+    from littlebird import inference
+
+    asked = []
+    resolve = inference.resolve_cpu_mode
+    inference.resolve_cpu_mode = lambda mode: asked.append(mode) or resolve(mode)
+    try:  # settled once: later readings in the same mode do not look at the CPU again
+        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
+             options=ReadingOptions(cpu_mode="bf16-linear"))
+    finally:
+        inference.resolve_cpu_mode = resolve
+    assert asked == []
     with pytest.raises(ValueError, match="cpu_mode"):  # its weights are rounded: no way back to fp32
         read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(cpu_mode="fp32"))
