@@ -281,6 +281,11 @@ def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requi
         result = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(document, question["question"], api_name="/answer")
         app.send_signal(signal.SIGINT)  # gradio closes its server on KeyboardInterrupt, then the launcher reports
         app.wait(timeout=60)
+    except BaseException:
+        reader.join(timeout=5)  # an app that exited has printed all it will
+        app.poll()
+        print(f"the app (exit status {app.returncode}) printed:\n" + "".join(output[-60:]))  # shown with the failure
+        raise
     finally:
         if app.poll() is None:
             app.kill()
