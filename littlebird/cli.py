@@ -87,9 +87,9 @@ def _print_answer(payload: dict, out: TextIO) -> None:
 
 
 def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from transformers.utils import logging as transformers_logging
-
     from dataclasses import replace
+
+    from transformers.utils import logging as transformers_logging
 
     from .app.asking import DEFAULT_APP_READING, Settings, ask
     from .app.errors import DocumentError

@@ -19,6 +19,7 @@ from littlebird.app.asking import (
     DEFAULT_APP_READING,
     MAX_LENGTH_CHOICES,
     MAX_WINDOWS_CHOICES,
+    N_BEST_CHOICES,
     Settings,
     answer_document,
     ask,
@@ -379,7 +380,7 @@ def build_demo(
                 max_length = gr.Slider(*MAX_LENGTH_CHOICES, value=DEFAULT_MAX_LENGTH, step=512, label="Max length (tokens per window)")
                 max_windows = gr.Slider(*MAX_WINDOWS_CHOICES, value=DEFAULT_MAX_WINDOWS, step=1,
                                         label="Windows read per question (the best-matching ones)", elem_id="lb-max-windows")
-                n_best_count = gr.Slider(1, 20, value=DEFAULT_N_BEST, step=1, label="n-best")
+                n_best_count = gr.Slider(*N_BEST_CHOICES, value=DEFAULT_N_BEST, step=1, label="n-best")
                 threshold = gr.Slider(0.0, 1.0, value=DEFAULT_NO_ANSWER_THRESHOLD, step=0.05, label="No-answer threshold")
 
             def on_load(path):

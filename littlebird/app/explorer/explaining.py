@@ -131,8 +131,8 @@ def warm_explorer(checkpoint: str | None = None,
                   should_stop: Callable[[], bool] | None = None) -> AttentionSummary | None:
     """Ask one question of a one-window text and open its explorer both ways (from the layer inputs the reading
     kept, then by a pass of the window), keeping nothing for the token view, so that the first user's explorer
-    does not pay for the attention-weights pass's and plotly's first calls (a 1K-token window's first open). ``should_stop`` ends it early (the app shutting down). Returns the summary drawn (None for a
-    baseline)."""
+    does not pay for the attention-weights pass's and plotly's first calls (a 1K-token window's first open).
+    ``should_stop`` ends it early (the app shutting down). Returns the summary drawn (None for a baseline)."""
     text = " ".join([WARM_SENTENCE] * 40)  # ~700 tokens: one window
     settings = Settings(checkpoint=checkpoint)
     kept = ReadingInputs()
