@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .answer_text import tidy_answer_span
@@ -124,6 +125,24 @@ class Prediction:
     answerable: float = 1.0  # the reader's answerable probability (sigmoid of the best window's logit)
     no_answer: bool = False  # the app would say "No answer found" (answerable below its threshold) and list guesses
     in_answer_row: bool | None = None  # the best guess lies in the gold answer's table row (files with table_row)
+    answer_rank: int | None = None  # the first pass's best rank (0 first) of a window holding the gold answer whole
+    answer_read: bool | None = None  # the model read a window holding the gold answer whole
+
+
+def gold_answer_windows(reading: Reading, tokenizer, context: str, start: int, end: int) -> tuple[int | None, bool]:
+    """Where the first pass put the gold answer ``context[start:end]``: the best rank of a window that holds all
+    its tokens (None where none does) and whether the model read such a window."""
+    from .reader import encode_text
+
+    spans = encode_text(context, tokenizer).spans  # the reader's own tokenization, cached
+    inside = np.flatnonzero((spans[:, 0] < end) & (spans[:, 1] > start))
+    if inside.size == 0:
+        return None, False
+    first, last = int(inside[0]), int(inside[-1]) + 1
+    holding = [w for w in reading.windows if w.start <= first and last <= w.end]
+    if not holding:
+        return None, False
+    return min(w.rank for w in holding), any(w.read is not None for w in holding)
 
 
 def predict_answer(model, tokenizer, question: str, context: str,
@@ -154,14 +173,17 @@ def evaluate_file(model, tokenizer, data_path: str | Path, options: ReadingOptio
                     em = f1 = float(reading.no_answer)
                 else:
                     em, f1 = best_scores(text, answers, lang)
-                in_row = None
+                in_row = rank = was_read = None
                 if qa.get("table_row"):  # page-table files: the model-text range of the answer's table row
                     row_start, row_end = qa["table_row"]
                     best = reading.answers[0] if reading.answers else None
                     in_row = bool(best and row_start <= best.start and best.end <= row_end)
+                    gold = qa["answers"][0]
+                    rank, was_read = gold_answer_windows(reading, tokenizer, paragraph["context"], gold["answer_start"],
+                                                         gold["answer_start"] + len(gold["text"]))
                 predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
                                               reading.n_windows, seconds, em, f1, reading.answerable_probability,
-                                              reading.no_answer, in_row))
+                                              reading.no_answer, in_row, rank, was_read))
                 if progress is not None:
                     progress(len(predictions))
     return predictions
@@ -195,6 +217,10 @@ def summarize(predictions: list[Prediction]) -> dict:
         if in_rows:
             summary["answer_row_rate"] = statistics.fmean(float(r) for r in in_rows)
             summary["answer_row_questions"] = len(in_rows)
+        located = [p for p in predictions if p.answer_read is not None]
+        if located:
+            summary["answer_read_rate"] = statistics.fmean(float(p.answer_read) for p in located)
+            summary["answer_ranked_first_rate"] = statistics.fmean(float(p.answer_rank == 0) for p in located)
     return summary
 
 
@@ -219,6 +245,9 @@ def format_summary(summary: dict, title: str) -> str:
         if "answer_row_rate" in summary:
             lines.append(f"best guess in the gold answer's table row: {summary['answer_row_rate']:.1%} "
                          f"of {summary['answer_row_questions']} questions whose answer sits in a table")
+        if "answer_read_rate" in summary:
+            lines.append(f"a window holding the gold answer: read {summary['answer_read_rate']:.1%}, ranked first "
+                         f"by the first pass {summary['answer_ranked_first_rate']:.1%}")
     return "\n".join(lines)
 
 

@@ -41,11 +41,18 @@ def encode_document(document, tokenizer) -> EncodedText:
 
 def assert_linked(document) -> None:
     """Every model character taken from the document equals the shown character it maps to
-    (whitespace may differ, neutralized special strings use lookalikes), in reading order."""
+    (whitespace may differ, neutralized special strings use lookalikes), in reading order: a shown character
+    is written once, or again only where a table's rowspan carries its cell into the rows below."""
     mapping = np.asarray(document.model_to_text)
     assert len(mapping) == len(document.model_text)
     for i in np.flatnonzero(mapping >= 0):
         model_char, shown_char = document.model_text[i], document.text[mapping[i]]
         assert model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b", i
     mapped = mapping[mapping >= 0]
-    assert (np.diff(mapped) > 0).all(), "the map must keep the reading order"
+    first = np.ones(len(mapped), dtype=bool)
+    first[1:] = mapped[1:] > np.maximum.accumulate(mapped)[:-1]  # past everything written so far
+    assert (np.diff(mapped[first]) > 0).all(), "the map must keep the reading order"
+    repeats = mapped[~first]
+    assert np.isin(repeats, mapped[first]).all(), "a repeated character repeats one written before"
+    starts = [start for _, start, _ in getattr(document, "table_rows", [])]
+    assert len(repeats) == 0 or starts, "only a table row repeats characters"

@@ -20,6 +20,8 @@ from lxml import etree, html as lxml_html
 from littlebird.app.decode import RawDocument, TextBlock
 from littlebird.app.errors import DocumentError
 from littlebird.language import detect_language
+from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, TableCell, check_table_form, glue_needed, plain,
+                                   table_plan)
 from littlebird.vocabulary import neutralize_special_strings
 
 _WORD = re.compile(r"\S+")
@@ -120,6 +122,31 @@ class _Writer:
         self.block_has_text = False
         self.pending_space = False
 
+    def label(self, piece: str) -> None:
+        """Model-only text after a space (a table's header before its cell): maps to -1, like a tag token."""
+        self._model_separator()
+        self._model_only(piece)
+        self.block_has_text = False
+        self.pending_space = False
+
+    def glue(self, piece: str) -> None:
+        """Model-only punctuation right after the last character (a row's separators and full stop), where it
+        does not repeat what is there."""
+        last = self.model[-1][-1:] if self.model else ""
+        if glue_needed(piece, last):
+            self._model_only(piece)
+
+    def mark(self) -> tuple[int, int]:
+        """Where the model text stands now, for :meth:`replay`."""
+        return len(self.model), len(self.map)
+
+    def replay(self, start: tuple[int, int], end: tuple[int, int]) -> None:
+        """Write again the model text written between two marks, mapped to the same shown characters (a cell
+        that a rowspan carries into the rows below it)."""
+        self._model_separator()
+        self.model.extend(self.model[start[0] : end[0]])
+        self.map.extend(self.map[start[1] : end[1]])
+
     def shown_only(self, piece: str) -> None:
         """Layout for the reader (line breaks, bullets, cell separators) that the model never sees."""
         self.shown.append(piece)
@@ -207,11 +234,15 @@ def _heading_token(element, name: str) -> str:
 
 
 class _HtmlWalker:
-    """Walks trafilatura's XML (or a cleaned HTML tree) into a _Writer."""
+    """Walks trafilatura's XML (or a cleaned HTML tree) into a _Writer, tables in ``table_form``
+    (:mod:`littlebird.table_text`)."""
 
-    def __init__(self, writer: _Writer):
+    def __init__(self, writer: _Writer, table_form: str = DEFAULT_TABLE_FORM):
         self.w = writer
         self.list_depth = 0
+        self.table_form = check_table_form(table_form)
+        self.in_row = False  # inside a table row written as one unit: its blocks and lists flow inline
+        self.last_heading = ""  # names the next table without a caption
 
     def walk(self, element) -> None:
         name = _local_name(element)
@@ -221,10 +252,14 @@ class _HtmlWalker:
             self.w.shown_only("\n")
             self.w.pending_space = self.w.block_has_text
             return
-        if name in _HEADINGS:
+        if self.in_row and name in _HEADINGS | _PARAGRAPHS:
+            self.w.ensure_break(1)  # a line of its own on the page, the row's words going on for the model
+            self._children(element)
+        elif name in _HEADINGS:
             self.w.ensure_break(2)
             self._block(element, _heading_token(element, name))
             self.w.ensure_break(1)
+            self.last_heading = plain("".join(element.itertext()))
         elif name == "table":
             self._table(element)
         elif name in _LISTS:
@@ -262,7 +297,8 @@ class _HtmlWalker:
 
     def _list(self, element, name: str) -> None:
         ordered = name == "ol" or element.get("rend") == "ol"
-        self.w.tag("<ol>" if ordered else "<ul>")
+        if not self.in_row:
+            self.w.tag("<ol>" if ordered else "<ul>")
         self.list_depth += 1
         number = 0
         for child in element:
@@ -270,7 +306,12 @@ class _HtmlWalker:
                 number += 1
                 self.w.ensure_break(1)
                 self.w.shown_only("  " * (self.list_depth - 1) + (f"{number}. " if ordered else "• "))
-                self._block(child, "<li>")
+                if self.in_row:  # a list inside a cell: its items one after another, apart by commas
+                    if number > 1:
+                        self.w.glue(",")
+                    self._children(child)
+                else:
+                    self._block(child, "<li>")
             else:
                 self.walk(child)
         self.list_depth -= 1
@@ -278,16 +319,27 @@ class _HtmlWalker:
 
     def _table(self, element) -> None:
         self.w.ensure_break(2)
-        for caption in element:
-            if _local_name(caption) == "caption":  # the table's title, which questions name
-                self._block(caption, "<p>")
+        caption = ""
+        for child in element:
+            if _local_name(child) == "caption":  # the table's title, which questions name
+                self._block(child, "<p>")
                 self.w.ensure_break(1)
+                caption = caption or plain("".join(child.itertext()))
+        rows = [row for row in element.iter() if _local_name(row) in _ROWS and _nearest_table(row) is element]
+        if self.table_form == "tags":
+            self._tag_rows(rows)
+        elif self.in_row or _is_layout_table(element, rows):
+            self._layout_cells(rows)
+        else:
+            self._unit_rows(rows, caption or self.last_heading)
+        self.w.ensure_break(2)
+
+    def _tag_rows(self, rows) -> None:
+        """The table as tag tokens between its cells: ``<table> <tr> <th> ... <td> ...``."""
         self.w.tag("<table>")
         table = self.w.tables
         self.w.tables += 1
-        for row in element.iter():
-            if _local_name(row) not in _ROWS or _nearest_table(row) is not element:
-                continue
+        for row in rows:
             cells = [cell for cell in row if _local_name(cell) in _CELLS]
             if not any("".join(cell.itertext()).strip() for cell in cells):
                 continue  # empty layout rows carry nothing a question could ask about
@@ -304,7 +356,85 @@ class _HtmlWalker:
                 first = False
                 self._block(cell, "<th>" if is_head else "<td>")
             self.w.table_rows.append((table, row_start, len(self.w.map)))
-        self.w.ensure_break(2)
+
+    def _layout_cells(self, rows) -> None:
+        """A table that lays a page out (or one inside a row): its cells as the blocks they hold."""
+        for row in rows:
+            for cell in row:
+                if _local_name(cell) in _CELLS:
+                    self.w.ensure_break(2)
+                    self._block(cell, "<p>" if self._has_direct_text(cell) and not self.in_row else None)
+                    self.w.ensure_break(2)
+
+    def _unit_rows(self, rows, name: str) -> None:
+        """Each data row as one unit of :func:`littlebird.table_text.table_plan`, its cells written where they
+        stand on the page (a rowspan's repeats mapped to the cell above)."""
+        cells = [[_table_cell(cell) for cell in row if _local_name(cell) in _CELLS] for row in rows]
+        table = self.w.tables
+        self.w.tables += 1
+        written: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}  # id(cell) -> its model text's marks
+        for _, pieces in table_plan(cells, self.table_form, name):
+            if not pieces:
+                continue
+            self.w.ensure_break(1)
+            row_start = None
+            shown_cells = [0]
+            for piece in pieces:
+                self._piece(piece, written, shown_cells)
+                if row_start is None:  # a row opens with its tag token (<p> or <tr>)
+                    row_start = len(self.w.map) - len(piece.text)
+            self.w.table_rows.append((table, row_start, len(self.w.map)))
+
+    def _piece(self, piece: Piece, written: dict, shown_cells: list[int]) -> None:
+        if piece.kind == "tag":
+            self.w.tag(piece.text)
+        elif piece.kind == "label":
+            self.w.label(piece.text)
+        elif piece.kind == "glue":
+            self.w.glue(piece.text)
+        else:
+            slot = piece.slot
+            key = id(slot.cell)
+            if not slot.first and key in written:
+                self.w.replay(*written[key])
+                return
+            if shown_cells[0]:
+                self.w.shown_only(" | ")
+            shown_cells[0] += 1
+            self.w._model_separator()
+            self.w.block_has_text = False
+            start = self.w.mark()
+            self.in_row = self.table_form != "header-tags"
+            try:
+                self._children(slot.cell.content)
+            finally:
+                self.in_row = False
+            written[key] = (start, self.w.mark())
+
+
+def _table_cell(element) -> TableCell:
+    def span(name: str) -> int:
+        value = (element.get(name) or element.get(name[3:]) or "1").strip()  # trafilatura's XML says "span"
+        return int(value) if value.isdigit() and 0 < int(value) <= 1000 else 1
+
+    return TableCell(element, "".join(element.itertext()), _local_name(element) == "th" or element.get("role") == "head",
+                     span("colspan"), span("rowspan"))
+
+
+LAYOUT_CELL_CHARACTERS = 500  # a cell holding more text than this lays a page out: no data table has one
+
+
+def _is_layout_table(element, rows) -> bool:
+    """A table that lays a page out rather than holding data: marked so, a cell with a page's worth of text, or
+    a row or two around another table. (A data table with a table in a cell, as an infobox with its kit, is
+    data: the inner table's words flow into its row.)"""
+    if (element.get("role") or "").lower() in ("presentation", "none"):
+        return True
+    cells = [cell for row in rows for cell in row if _local_name(cell) in _CELLS]
+    if any(len("".join(cell.itertext()).strip()) > LAYOUT_CELL_CHARACTERS for cell in cells):
+        return True
+    nested = any(_local_name(inner) == "table" for cell in cells for inner in cell.iter() if inner is not cell)
+    return nested and len(rows) <= 2
 
 
 def _shows_text(fragment: str | None) -> bool:
@@ -394,7 +524,7 @@ def _fallback_body(text: str):
     return root.find(".//body") if root.find(".//body") is not None else root, (title.strip() if title else None)
 
 
-def _write_html(text: str, *, whole: bool = False) -> tuple[_Writer, str | None]:
+def _write_html(text: str, *, whole: bool = False, table_form: str = DEFAULT_TABLE_FORM) -> tuple[_Writer, str | None]:
     if whole:  # HTML that is all content (a Word document's): no page furniture to find, so every block stays
         body, title = None, None
     else:
@@ -405,7 +535,7 @@ def _write_html(text: str, *, whole: bool = False) -> tuple[_Writer, str | None]
     writer = _Writer(page_mark=PAGE_MARK if whole else None)
     if body is None:
         return writer, title
-    walker = _HtmlWalker(writer)
+    walker = _HtmlWalker(writer, table_form)
     first_heading = next((el for el in body.iter() if _local_name(el) in _HEADINGS), None)
     if title and (first_heading is None or "".join(first_heading.itertext()).strip() != title.strip()):
         # The page's title often lives outside the extracted body; questions ask about it too.
@@ -419,18 +549,25 @@ def _write_html(text: str, *, whole: bool = False) -> tuple[_Writer, str | None]
 # --- plain text and Markdown ---------------------------------------------------------------------
 
 
-def _write_plain(text: str) -> _Writer:
+def _write_plain(text: str, table_form: str = DEFAULT_TABLE_FORM) -> _Writer:
     """The shown text is the file itself; the model text marks headings, list items, tables, paragraphs."""
     writer = _Writer(text)
+    check_table_form(table_form)
     list_kind = None
     in_table = False
     in_paragraph = False
+    table: list[list[TableCell]] = []  # a Markdown table's rows, written when it ends (forms other than tags)
+    last_heading = ""
     offset = 0
     lines = text.split("\n")
     for index, line in enumerate(lines):
         start, end = offset, offset + len(line)
         offset = end + 1
         stripped = line.strip()
+        is_table_line = stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1
+        if table and not is_table_line:
+            _write_plain_table(writer, table, table_form, last_heading)
+            table = []
         if not stripped:
             in_paragraph, in_table, list_kind = False, False, None
             continue
@@ -440,19 +577,26 @@ def _write_plain(text: str) -> _Writer:
             in_paragraph, in_table, list_kind = False, False, None
             writer.tag("<h1>" if len(heading.group(1)) == 1 else "<h2>")
             writer.mapped(start + heading.start(2), start + heading.end(2))
-        elif stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1:
+            last_heading = plain(heading.group(2))
+        elif is_table_line:
             if _MARKDOWN_TABLE_SEPARATOR.match(stripped):
+                continue
+            in_paragraph, list_kind = False, None
+            next_line = lines[index + 1] if index + 1 < len(lines) else ""
+            is_head = bool(_MARKDOWN_TABLE_SEPARATOR.match(next_line.strip()))
+            cell_start = start + line.index("|") + 1
+            cells = [(cell_start + m.start(), cell_start + m.end())
+                     for m in re.finditer(r"[^|]+", line[line.index("|") + 1 : line.rindex("|")])]
+            if table_form != "tags":
+                table.append([TableCell((a, b), text[a:b], is_head) for a, b in cells])
                 continue
             if not in_table:
                 writer.tag("<table>")
-                in_table, in_paragraph, list_kind = True, False, None
-            next_line = lines[index + 1] if index + 1 < len(lines) else ""
-            cell_token = "<th>" if _MARKDOWN_TABLE_SEPARATOR.match(next_line.strip()) else "<td>"
+                in_table = True
             writer.tag("<tr>")
-            cell_start = start + line.index("|") + 1
-            for match in re.finditer(r"[^|]+", line[line.index("|") + 1 : line.rindex("|")]):
-                writer.tag(cell_token)
-                writer.mapped(cell_start + match.start(), cell_start + match.end())
+            for cell in cells:
+                writer.tag("<th>" if is_head else "<td>")
+                writer.mapped(*cell)
         elif item:
             kind = "<ul>" if item.group(2)[0] in "-*+" else "<ol>"
             if list_kind != kind:
@@ -465,7 +609,30 @@ def _write_plain(text: str) -> _Writer:
                 writer.tag("<p>")
                 in_paragraph, in_table, list_kind = True, False, None
             writer.mapped(start, end)
+    if table:
+        _write_plain_table(writer, table, table_form, last_heading)
     return writer
+
+
+def _write_plain_table(writer: _Writer, rows: list[list[TableCell]], table_form: str, name: str) -> None:
+    """A Markdown table's rows in ``table_form``, each cell's words copied from the file."""
+    number = writer.tables
+    writer.tables += 1
+    for _, pieces in table_plan(rows, table_form, name):
+        if not pieces:
+            continue
+        row_start = len(writer.map) + (1 if writer.model else 0)  # after the space before the row's tag
+        for piece in pieces:
+            if piece.kind == "tag":
+                writer.tag(piece.text)
+            elif piece.kind == "label":
+                writer.label(piece.text)
+            elif piece.kind == "glue":
+                writer.glue(piece.text)
+            else:
+                writer.block_has_text = False
+                writer.mapped(*piece.slot.cell.content)
+        writer.table_rows.append((number, row_start, len(writer.map)))
 
 
 # --- documents with pages (PDF) ----------------------------------------------------------------
@@ -496,12 +663,13 @@ def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int) -> tuple[_Writer,
 # --- public --------------------------------------------------------------------------------------
 
 
-def clean_document(raw: RawDocument) -> Document:
+def clean_document(raw: RawDocument, *, table_form: str = DEFAULT_TABLE_FORM) -> Document:
     """Clean a fetched, uploaded or pasted document into a Document.
 
     HTML goes through trafilatura (main content only, tables kept); text and Markdown keep their
-    exact characters, with headings, lists, tables and paragraphs marked for the model. Raises
-    DocumentError when no readable text is left.
+    exact characters, with headings, lists, tables and paragraphs marked for the model. Tables reach the
+    model in ``table_form`` (:mod:`littlebird.table_text`): by default each row a sentence of its cells after
+    their headers. Raises DocumentError when no readable text is left.
     """
     start = time.perf_counter()
     source_text = raw.text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
@@ -509,11 +677,11 @@ def clean_document(raw: RawDocument) -> Document:
     if raw.blocks is not None:
         (writer, page_starts), title = _write_blocks(raw.blocks, raw.n_pages), raw.title
     elif raw.is_html:
-        writer, title = _write_html(source_text, whole=raw.whole)
+        writer, title = _write_html(source_text, whole=raw.whole, table_form=table_form)
         if writer.page_breaks:  # a Word file with page breaks: each page starts where its first word does
             page_starts = [0] + sorted({b for b in writer.page_breaks if b > 0})
     else:
-        writer, title = _write_plain(source_text), None
+        writer, title = _write_plain(source_text, table_form), None
     text, model_text, model_to_text = writer.finish()
     if not (model_to_text >= 0).any():
         raise DocumentError("No readable text was found in this document. Please try another page or file.")

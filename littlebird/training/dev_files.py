@@ -10,6 +10,7 @@ from pathlib import Path
 from .data import (KOREAN_PAGES_FILE, LONG_MAX_TOKENS, LONG_MIN_TOKENS, article_documents, count_questions,
                    keep_questions, load_corpus, long_documents, multi_passage_documents, near_miss_questions,
                    read_korean_pages, take_questions, unanswerable_questions, write_squad)
+from ..table_text import DEFAULT_TABLE_FORM, TABLE_FORMS
 from .options import data_folder
 from .page_shape import page_shaped_documents
 from .page_tables import TABLE_PAGES_FILE, load_table_articles
@@ -18,7 +19,7 @@ from .page_tables import TABLE_PAGES_FILE, load_table_articles
 def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
                     max_questions: int | None = None, ko_passages_per_document: int = 6,
                     seed: int = 0, train_questions: int = 0, long_questions: int = 0,
-                    tokenizer=None) -> dict[str, Path]:
+                    tokenizer=None, table_form: str = DEFAULT_TABLE_FORM) -> dict[str, Path]:
     """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
 
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
@@ -32,7 +33,8 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
     With ``long_questions``,
     ``dev-*-long`` holds that many dev questions, each in a document of 32K-160K tokens
     (:func:`long_documents`: English among other SQuAD dev articles, Korean among Korean Wikipedia pages),
-    counted with ``tokenizer``.
+    counted with ``tokenizer``. Tables (of the page-shaped and page-table files) are written in ``table_form``
+    (:mod:`littlebird.table_text`), as the app's cleaner writes them.
     """
     corpus = load_corpus(data_dir, dev_fraction)
     output_dir = Path(output_dir)
@@ -45,7 +47,8 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
         paragraphs = take_questions(articles, max_questions, seed=seed)
         ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
         pages = page_shaped_documents(articles, language, distractors=articles,
-                                      passages_per_document=ko_passages_per_document, seed=seed)
+                                      passages_per_document=ko_passages_per_document, seed=seed,
+                                      table_form=table_form)
         settings = (("paragraph", paragraphs), ("article", keep_questions(long, ids)),
                     ("unanswerable", unanswerable_questions(paragraphs)),
                     ("near-miss", near_miss_questions(paragraphs, articles)),
@@ -72,7 +75,7 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             write_squad(path, take_questions(corpus.train[language], train_questions, seed=seed))
             files[path.stem] = path
     if (Path(data_dir) / TABLE_PAGES_FILE).exists():
-        tables, counts = load_table_articles(data_dir, dev_fraction, "dev")
+        tables, counts = load_table_articles(data_dir, dev_fraction, "dev", table_form)
         path = output_dir / "dev-en-page-table.json"
         write_squad(path, take_questions(tables, max_questions, seed=seed))
         files[path.stem] = path
@@ -96,6 +99,8 @@ def main(argv=None) -> None:
                         help="also write train-<lang>-paragraph.json: this many questions of the training split")
     parser.add_argument("--long-questions", type=int, default=0,
                         help="also write dev-<lang>-long.json: this many dev questions, each in a 32K-160K-token document")
+    parser.add_argument("--table-form", choices=TABLE_FORMS, default=DEFAULT_TABLE_FORM,
+                        help="how tables reach the model (littlebird.table_text; default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         data_dir = data_folder(args.data_dir)
@@ -103,7 +108,7 @@ def main(argv=None) -> None:
         parser.error(str(error))
     write_dev_files(data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
                     ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions,
-                    long_questions=args.long_questions)
+                    long_questions=args.long_questions, table_form=args.table_form)
 
 
 if __name__ == "__main__":

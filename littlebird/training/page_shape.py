@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..table_text import DEFAULT_TABLE_FORM, TableCell, glue_needed, table_plan
 from ..vocabulary import neutralize_special_strings
 
 # How often each shape is drawn (per eligible paragraph, per page): a page keeps most of its prose.
@@ -215,16 +216,34 @@ class Page:
     blocks: list[Block]
     qas: list[dict]
 
-    def model_text(self) -> tuple[str, list[tuple[int, int, int]]]:
-        """What the cleaner feeds the model from :meth:`html`, with every answer's ``(question, start, end)``."""
+    def model_text(self, table_form: str = DEFAULT_TABLE_FORM) -> tuple[str, list[tuple[int, int, int]]]:
+        """What the cleaner feeds the model from :meth:`html`, with every answer's ``(question, start, end)``;
+        tables in ``table_form`` (:mod:`littlebird.table_text`), as the cleaner writes them."""
         builder = _Builder()
+        heading = ""
         for block in self.blocks:
-            if builder.length:
-                builder.add(" ")
             if block.kind in ("h1", "h2", "p"):
+                builder.separate()
                 builder.add(f"<{block.kind}> ")
                 builder.cell(block.rows[0][0])
+                if block.kind != "p":
+                    heading = block.rows[0][0].text
                 continue
+            if block.kind == "table" and table_form != "tags":
+                rows = [[TableCell(cell, cell.text) for cell in row] for row in block.rows]
+                for _, pieces in table_plan(rows, table_form, heading):
+                    for piece in pieces:
+                        if piece.kind == "glue":
+                            if glue_needed(piece.text, builder.last()):
+                                builder.add(piece.text)
+                            continue
+                        builder.separate()
+                        if piece.kind == "cell":
+                            builder.cell(piece.slot.cell.content)
+                        else:
+                            builder.add(piece.text)
+                continue
+            builder.separate()
             builder.add("<table>" if block.kind == "table" else "<ul>")
             for row in block.rows:
                 if block.kind == "table":
@@ -269,9 +288,9 @@ class Page:
         parts.append("</main></body></html>")
         return "".join(parts)
 
-    def article(self, as_text: bool) -> dict:
+    def article(self, as_text: bool, table_form: str = DEFAULT_TABLE_FORM) -> dict:
         """The page as a SQuAD article with one paragraph: the shown text (``as_text``) or the model text."""
-        context, answers = self.shown_text() if as_text else self.model_text()
+        context, answers = self.shown_text() if as_text else self.model_text(table_form)
         found: dict[int, list[dict]] = {}
         for q, start, end in answers:
             found.setdefault(q, []).append({"text": context[start:end], "answer_start": start})
@@ -290,6 +309,15 @@ class _Builder:
     def add(self, text: str) -> None:
         self.parts.append(text)
         self.length += len(text)
+
+    def last(self) -> str:
+        """The last character written ("" at the start)."""
+        return self.parts[-1][-1:] if self.parts else ""
+
+    def separate(self) -> None:
+        """A space before the next word, as the cleaner puts one between blocks and words."""
+        if self.length and self.last() != " ":
+            self.add(" ")
 
     def cell(self, cell: Cell) -> None:
         self.answers += [(q, self.length + s, self.length + e) for q, s, e in cell.answers]
@@ -342,7 +370,8 @@ def render_page(sections: Sequence[tuple[str | None, list[dict]]], title: str, *
 
 def page_shaped_documents(articles: list[dict], language: str, *, distractors: Sequence[dict],
                           passages_per_document: int = 12, text_share: float = TEXT_SHARE,
-                          tokenized_share: float = TOKENIZED_SHARE, seed: int = 0) -> list[dict]:
+                          tokenized_share: float = TOKENIZED_SHARE, seed: int = 0,
+                          table_form: str = DEFAULT_TABLE_FORM) -> list[dict]:
     """``articles`` as page-shaped SQuAD documents (one paragraph each), every answer at its offsets.
 
     English articles become one page each; Korean ones, mostly one passage, are grouped
@@ -364,5 +393,5 @@ def page_shaped_documents(articles: list[dict], language: str, *, distractors: S
     for sections, title in pages:
         as_text, tokenized = rng.random() < text_share, rng.random() < tokenized_share
         page = render_page(sections, title, language=language, distractors=distractors, rng=rng, tokenized=tokenized)
-        documents.append(page.article(as_text))
+        documents.append(page.article(as_text, table_form))
     return documents

@@ -87,18 +87,22 @@ def page_html(page: dict) -> str:
             f"<body>{page['html']}</body></html>")
 
 
-def clean_page(page: dict):
-    """The page through the app's cleaner (a :class:`littlebird.app.clean.Document`)."""
+def clean_page(page: dict, table_form: str | None = None):
+    """The page through the app's cleaner (a :class:`littlebird.app.clean.Document`), its tables in
+    ``table_form`` (the cleaner's default when None)."""
     # Imported here, not above: only this step needs the cleaner's packages (trafilatura, lxml, the train
     # extra's), so listing stages, planning a recipe or running one without table questions loads none.
     from ..app.clean import clean_document
     from ..app.decode import RawDocument
 
-    return clean_document(RawDocument(page_html(page), True, page.get("url") or page["title"], "utf-8"))
+    raw = RawDocument(page_html(page), True, page.get("url") or page["title"], "utf-8")
+    return clean_document(raw) if table_form is None else clean_document(raw, table_form=table_form)
 
 
-def value_occurrences(model_text: str, value: str) -> list[int]:
-    """Starts of ``value`` in ``model_text`` as whole words, each inside one block (no tag token in it)."""
+def value_occurrences(model_text: str, value: str, model_to_text=None) -> list[int]:
+    """Starts of ``value`` in ``model_text`` as whole words, each inside one block (no tag token in it) and,
+    with ``model_to_text``, each character from the page (none of a table's headers, which the cleaner
+    writes before every row's cells)."""
     value = value.strip()
     if not value or _TAG.search(value):
         return []
@@ -107,8 +111,13 @@ def value_occurrences(model_text: str, value: str) -> list[int]:
         start, end = match.span()
         glued_before = start > 0 and model_text[start - 1].isalnum() and value[0].isalnum()
         glued_after = end < len(model_text) and model_text[end].isalnum() and value[-1].isalnum()
-        if not glued_before and not glued_after:
+        from_page = model_to_text is None or all(model_to_text[i] >= 0 for i in range(start, end)
+                                                  if not model_text[i].isspace())
+        if not glued_before and not glued_after and from_page:
             starts.append(start)
+    if model_to_text is not None:  # a cell a rowspan repeats is one occurrence on the page: its first
+        seen: set[int] = set()
+        starts = [s for s in starts if not (model_to_text[s] in seen or seen.add(model_to_text[s]))]
     return starts
 
 
@@ -127,14 +136,14 @@ def _question_table(rows, occurrences: list[list[int]], lengths: list[int]) -> i
     return votes.most_common(1)[0][0] if votes else None
 
 
-def page_article(page: dict, document=None) -> tuple[dict | None, TableQuestionCounts]:
+def page_article(page: dict, document=None, table_form: str | None = None) -> tuple[dict | None, TableQuestionCounts]:
     """One page as a SQuAD article over its cleaned model text, with the questions that keep a unique span."""
     counts = TableQuestionCounts(pages=1, questions=len(page["questions"]))
-    document = document if document is not None else clean_page(page)
+    document = document if document is not None else clean_page(page, table_form)
     text, rows = document.model_text, document.table_rows
     single = [q for q in page["questions"] if len(q["answers"]) == 1]
     counts.one_value = len(single)
-    occurrences = [value_occurrences(text, q["answers"][0]) for q in single]
+    occurrences = [value_occurrences(text, q["answers"][0], document.model_to_text) for q in single]
     table = _question_table(rows, occurrences, [len(q["answers"][0].strip()) for q in single])
     qas = []
     for question, starts in zip(single, occurrences):
@@ -166,11 +175,12 @@ def page_article(page: dict, document=None) -> tuple[dict | None, TableQuestionC
     return {"title": page["title"], "paragraphs": [{"context": text, "qas": qas}]}, counts
 
 
-def table_question_articles(pages: list[dict]) -> tuple[list[dict], TableQuestionCounts]:
+def table_question_articles(pages: list[dict], table_form: str | None = None
+                            ) -> tuple[list[dict], TableQuestionCounts]:
     """Every page with kept questions as a SQuAD article, and the counts of each step over all pages."""
     articles, total = [], TableQuestionCounts()
     for page in pages:
-        article, counts = page_article(page)
+        article, counts = page_article(page, table_form=table_form)
         total.add(counts)
         if article is not None:
             articles.append(article)
@@ -184,8 +194,9 @@ def split_table_pages(pages: list[dict], dev_fraction: float) -> tuple[list[dict
     return train, dev
 
 
-def load_table_articles(data_dir: str | Path, dev_fraction: float, split: str) -> tuple[list[dict], TableQuestionCounts]:
+def load_table_articles(data_dir: str | Path, dev_fraction: float, split: str, table_form: str | None = None
+                        ) -> tuple[list[dict], TableQuestionCounts]:
     """The ``split`` ("train" or "dev") pages of ``data_dir``'s table file as SQuAD articles, with the counts."""
     pages = read_table_pages(Path(data_dir) / TABLE_PAGES_FILE)
     train, dev = split_table_pages(pages, dev_fraction)
-    return table_question_articles(train if split == "train" else dev)
+    return table_question_articles(train if split == "train" else dev, table_form)

@@ -5,6 +5,7 @@ the page break before its table)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,26 @@ HARBOUR = word_file("Riverton harbour", [
 ])
 
 
+# Five lines of a timetable, the answer in row B, and four other crossing times the model could pick.
+FERRY_ROWS = [("Line", "From", "To", "First sailing", "Crossing time"),
+              ("A", "Port Elma", "Southbay", "06:30", "45 minutes"),
+              ("B", "Port Elma", "Northhaven", "07:45", "1 hour 20 minutes"),
+              ("C", "Southbay", "Northhaven", "08:15", "55 minutes"),
+              ("D", "Port Elma", "Gull Island", "09:00", "25 minutes"),
+              ("E", "Northhaven", "Gull Island", "10:30", "40 minutes")]
+FERRIES = word_file("Island ferries", [
+    ("p", "The ferry company runs five lines between the harbours of the islands. Tickets are sold on board."),
+    ("table", FERRY_ROWS),
+])
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("files")
     for language in ("en", "ko"):
         (folder / f"report-{language}.pdf").write_bytes(report_pdf(language))
     (folder / "harbour.docx").write_bytes(HARBOUR)
+    (folder / "ferries.docx").write_bytes(FERRIES)
     with serve_directory(folder) as base:
         yield folder, base
 
@@ -74,3 +89,15 @@ def test_ask_prints_the_answer_and_its_page(files, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == [fact["architect"], "page 23 of 32"]
     assert lines[3].endswith("page 23")  # the n-best list gives each answer's page
+
+
+def test_a_word_timetable_is_answered_from_the_right_row(files, capsys):
+    """Each row reaches the model as a sentence of its cells after their headers ("From: Port Elma; To:
+    Northhaven; ...; Crossing time: 1 hour 20 minutes."), so the question finds row B, not another crossing."""
+    folder, _ = files
+    question = "How long does the crossing from Port Elma to Northhaven take?"
+    assert main(["ask", str(folder / "ferries.docx"), question, "--model", CHECKPOINT, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["answer"] == "1 hour 20 minutes" and not payload["no_answer"]
+    line = payload["text"][: payload["start"]].rsplit("\n", 1)[-1] + payload["answer"]
+    assert line == "B | Port Elma | Northhaven | 07:45 | 1 hour 20 minutes"  # the answer stands in row B

@@ -1,0 +1,289 @@
+"""How a table reaches the model: each row as one prose-like unit, each cell after its column's header.
+
+The model was trained on prose. A table written as tag tokens between its cells (``<tr> <td> October 17
+<td> Michigan``) it cannot read; the same row written as a sentence with the column headers before the
+cells (``<p> Date: October 17; Opponent: Michigan; Site: Kinnick Stadium.``) it answers from.
+
+This module plans a table's model text from its cells alone, for every source of tables (the HTML
+cleaner, which Word and Markdown files reach too, and the page-shaped training pages), so that all of
+them write one form:
+
+1. :func:`grid` lays the rows out by column, expanding ``colspan`` and ``rowspan``;
+2. :func:`table_plan` finds the rows that name the columns (``<th>`` rows, or a first row of short labels
+   above a table of three or more columns) and :func:`column_headers` what each column is called;
+3. :func:`row_plan` writes each data row as a list of :class:`Piece`: tag tokens, model-only text (the
+   headers, the separators) and the cells, which the caller writes with their characters mapped to the
+   shown text. Inserted text maps to -1, like a tag token.
+
+The forms (:data:`TABLE_FORMS`) are the ones measured on the dev files (``docs/evaluation.md``):
+
+- ``tags``: ``<table> <tr> <th> Date <th> Opponent <tr> <td> October 17 <td> Michigan``;
+- ``header-tags``: the same rows with each cell after its header, ``<tr> <td> Date: October 17 <td> ...``;
+- ``rows``: one paragraph a row, no cell tags, ``<p> Date: October 17; Opponent: Michigan.``;
+- ``named-rows``: ``rows`` with the table's name (its caption or the heading above it) before each row.
+
+Two-cell rows without column headers (an infobox, a key-value list) become ``<p> Born: June 5, 1950.``,
+and a row whose one cell spans the table (a section row) a paragraph of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows")
+DEFAULT_TABLE_FORM = "rows"
+
+MAX_LABEL_WORDS = 6  # a header is repeated on every row: long ones are cut to their first words ...
+MAX_LABEL_CHARACTERS = 40  # ... and characters
+MAX_NAME_WORDS = 8  # a table's name before every row (``named-rows``), cut the same way
+MIN_HEADER_COLUMNS = 3  # a first row of <td> labels counts as a header only in a table this wide
+MAX_GUESSED_LABEL_WORDS = 5  # ... whose first-row cells are each this short
+_ENDS_SENTENCE = ".!?。"
+_DIGITS_ONLY = re.compile(r"^[\d\s.,:%+\-–—/()$€£₩]+$")
+
+
+@dataclass(frozen=True)
+class TableCell:
+    """One cell as its source gives it: ``content`` is what the caller writes (an element, a text), ``text``
+    its plain text (for headers and emptiness), ``header`` whether it is a ``<th>``."""
+
+    content: Any
+    text: str
+    header: bool = False
+    colspan: int = 1
+    rowspan: int = 1
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A cell at one position of the grid: ``first`` is False where a ``rowspan`` repeats it from above, and
+    ``width`` is how many columns it covers from ``column``."""
+
+    cell: TableCell
+    column: int
+    width: int
+    first: bool
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One step of a row's model text: ``tag`` (a tag token), ``label`` (model-only text after a space),
+    ``glue`` (model-only text right after the last character) or ``cell`` (``slot``'s text, after a space)."""
+
+    kind: str
+    text: str = ""
+    slot: Slot | None = None
+
+
+def check_table_form(form: str) -> str:
+    """``form`` if it is one of :data:`TABLE_FORMS`, else a ValueError that lists them."""
+    if form not in TABLE_FORMS:
+        raise ValueError(f"table_form must be one of {', '.join(TABLE_FORMS)}; got {form!r}")
+    return form
+
+
+def plain(text: str) -> str:
+    """Whitespace collapsed, as a header or a name is written."""
+    return " ".join(text.split())
+
+
+def _capped(text: str, words: int) -> str:
+    parts = plain(text).split(" ")
+    short = " ".join(parts[:words])
+    if len(short) > MAX_LABEL_CHARACTERS:
+        short = short[:MAX_LABEL_CHARACTERS].rsplit(" ", 1)[0] or short[:MAX_LABEL_CHARACTERS]
+    return short.rstrip(":：").strip()
+
+
+def grid(rows: Sequence[Sequence[TableCell]]) -> list[list[Slot]]:
+    """Each row's slots in column order, ``rowspan`` cells repeated (``first=False``) in the rows they cover."""
+    laid: list[list[Slot]] = []
+    pending: dict[int, tuple[Slot, int]] = {}  # column -> (slot from above, rows it still covers)
+    for cells in rows:
+        row: list[Slot] = []
+        column = 0
+        queue = list(cells)
+        while queue or any(c >= column for c in pending):
+            if column in pending:
+                slot, left = pending.pop(column)
+                row.append(Slot(slot.cell, column, slot.width, False))
+                if left > 1:
+                    pending[column] = (slot, left - 1)
+                column += slot.width
+                continue
+            if not queue:
+                column += 1  # a gap before a cell that a rowspan carries further right
+                continue
+            cell = queue.pop(0)
+            width = max(1, min(cell.colspan, 1000))
+            slot = Slot(cell, column, width, True)
+            row.append(slot)
+            if cell.rowspan > 1:
+                pending[column] = (slot, min(cell.rowspan, 1000) - 1)
+            column += width
+        laid.append(row)
+    return laid
+
+
+def _filled(row: Sequence[Slot]) -> list[Slot]:
+    return [slot for slot in row if slot.cell.text.strip()]
+
+
+def _is_header_row(row: Sequence[Slot]) -> bool:
+    """All ``<th>``, and more than one cell: a single header cell across the table titles it, naming no column."""
+    filled = _filled(row)
+    return len(filled) > 1 and all(slot.cell.header for slot in filled)
+
+
+def _looks_like_labels(row: Sequence[Slot]) -> bool:
+    """A first row of ``<td>`` cells that reads as column names: every cell filled, short and not a number."""
+    return all(slot.cell.text.strip() and len(slot.cell.text.split()) <= MAX_GUESSED_LABEL_WORDS
+               and not _DIGITS_ONLY.match(slot.cell.text.strip()) for slot in row)
+
+
+def _guessed_header(rows: Sequence[Sequence[Slot]], n_columns: int) -> int | None:
+    """The index of a first row of ``<td>`` labels in a table without ``<th>`` rows (Word and Markdown tables
+    often have none): at least :data:`MIN_HEADER_COLUMNS` columns, two data rows below it."""
+    filled_rows = [index for index, row in enumerate(rows) if _filled(row)]
+    if n_columns < MIN_HEADER_COLUMNS or len(filled_rows) < 3:
+        return None
+    first = rows[filled_rows[0]]
+    return filled_rows[0] if len(first) >= MIN_HEADER_COLUMNS and _looks_like_labels(first) else None
+
+
+def width(rows: Sequence[Sequence[Slot]]) -> int:
+    """The number of columns of the laid-out table."""
+    return max((slot.column + slot.width for row in rows for slot in row), default=0)
+
+
+@dataclass(frozen=True)
+class Headers:
+    """The column headers in force: ``stacks[c]`` the header texts above column ``c``, top to bottom, and
+    ``labels[c]`` the one its cells carry."""
+
+    stacks: tuple[tuple[str, ...], ...]
+    labels: tuple[str, ...]
+
+    def label_of(self, slot: Slot) -> str:
+        """A cell's header: its column's; for a cell across columns the lowest header over all of them ("World
+        Cup record" over "Did not enter"), else none. None either for a cell that repeats its header."""
+        if slot.width == 1:
+            label = self.labels[slot.column] if slot.column < len(self.labels) else ""
+        else:
+            stacks = self.stacks[slot.column : slot.column + slot.width]
+            shared = [parts[0] for parts in zip(*stacks) if len(set(parts)) == 1]
+            label = _capped(shared[-1], MAX_LABEL_WORDS) if shared and len(stacks) == slot.width else ""
+        return "" if label == plain(slot.cell.text) else label
+
+
+def column_headers(heads: Sequence[Sequence[Slot]], n_columns: int) -> Headers:
+    """Each column's header: the lowest header text above it ("Pld" under "World Cup record"), with the one
+    above it where two columns would otherwise share a name ("World Cup record W", "Qualifying W"); cut short."""
+    stacks = []
+    for column in range(n_columns):
+        parts: list[str] = []
+        for row in heads:
+            for slot in row:
+                text = plain(slot.cell.text)
+                if slot.column <= column < slot.column + slot.width and text and (not parts or parts[-1] != text):
+                    parts.append(text)
+        stacks.append(tuple(parts))
+    lowest = [parts[-1] if parts else "" for parts in stacks]
+    labels = []
+    for parts, label in zip(stacks, lowest):
+        if label and lowest.count(label) > 1 and len(parts) > 1:
+            label = f"{parts[-2]} {label}"
+        labels.append(_capped(label, MAX_LABEL_WORDS))
+    return Headers(tuple(stacks), tuple(labels))
+
+
+NO_HEADERS = Headers((), ())
+
+
+def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, name: str = "") -> list[Piece]:
+    """The pieces of one data row in ``form`` (not ``tags``, whose rows the caller writes as they were)."""
+    filled = [slot for slot in row if slot.cell.text.strip()]
+    if not filled:
+        return []
+    spanning = len(filled) == 1 and filled[0].width == n_columns  # a section row: its own unit, no header
+    if form == "header-tags":
+        pieces = [Piece("tag", "<tr>")]
+        for slot in filled:
+            pieces.append(Piece("tag", "<th>" if slot.cell.header else "<td>"))
+            label = "" if spanning else headers.label_of(slot)
+            if label:
+                pieces.append(Piece("label", label + ":"))
+            pieces.append(Piece("cell", slot=slot))
+        return pieces
+    pieces = [Piece("tag", "<p>")]
+    if form == "named-rows" and name:
+        pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
+    key_value = not any(headers.labels) and len(filled) == 2
+    for index, slot in enumerate(filled):
+        if index:
+            pieces.append(Piece("glue", ":" if key_value and index == 1 else ";"))
+        label = "" if spanning else headers.label_of(slot)
+        if label:
+            pieces.append(Piece("label", label + ":"))
+        pieces.append(Piece("cell", slot=slot))
+    pieces.append(Piece("glue", "."))  # the caller drops it after a sentence's own end
+    return pieces
+
+
+def header_plan(row: Sequence[Slot], form: str) -> list[Piece]:
+    """A header row's own unit: its cells in order (``<p> Line; From; To.``), so that a question whose answer
+    is a column's name finds it on the page, and the rows below read as its continuation."""
+    pieces = [Piece("tag", "<tr>" if form == "header-tags" else "<p>")]
+    for index, slot in enumerate(slot for slot in row if slot.cell.text.strip() and slot.first):
+        if form == "header-tags":
+            pieces.append(Piece("tag", "<th>"))
+        elif index:
+            pieces.append(Piece("glue", ";"))
+        pieces.append(Piece("cell", slot=slot))
+    if form != "header-tags":
+        pieces.append(Piece("glue", "."))
+    return pieces
+
+
+def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -> list[tuple[bool, list[Piece]]]:
+    """Every row of a table in ``form``: ``(is_header, pieces)``. A header row is written once as it stands
+    (:func:`header_plan`) and its cells label the rows below (consecutive ones combine, "Goals" under "Season"
+    naming "Season Goals"); a header row further down (Wikipedia repeats them, or starts a section with one)
+    names the columns from there on. A table whose rows are all headers has none: its rows are its data.
+    Empty rows have no pieces."""
+    laid = grid(rows)
+    n_columns = width(laid)
+    data_rows = [row for row in laid if _filled(row)]
+    all_head = bool(data_rows) and all(_is_header_row(row) for row in data_rows)
+    if not any(_is_header_row(row) for row in laid):
+        guessed = _guessed_header(laid, n_columns)
+    else:
+        guessed = None
+    first = next(iter(data_rows), [])
+    if n_columns > 1 and len(_filled(first)) == 1 and _filled(first)[0].width == n_columns:
+        name = plain(_filled(first)[0].cell.text)  # a title row across the table names it (an infobox's)
+    headers = NO_HEADERS
+    heads: list[Sequence[Slot]] = []
+    plans: list[tuple[bool, list[Piece]]] = []
+    for index, row in enumerate(laid):
+        if index == guessed or (not all_head and _is_header_row(row)):
+            heads.append(row)
+            headers = column_headers(heads, n_columns)
+            plans.append((True, header_plan(row, form)))
+            continue
+        if _filled(row):
+            heads = []
+        plans.append((False, row_plan(row, headers, form, n_columns, name)))
+    return plans
+
+
+def glue_needed(glue: str, before: str) -> bool:
+    """Whether model-only ``glue`` goes after text ending in ``before``: no full stop after a sentence's own
+    end, no colon after a colon, nothing after nothing."""
+    if not before:
+        return False
+    if glue == ".":
+        return before not in _ENDS_SENTENCE
+    return before != glue and not (glue == ":" and before in ":：")
