@@ -136,4 +136,6 @@ class QACollator:
         }
         if self.pi_probability > 0:
             batch["position_ids"] = position_ids
+        if any(getattr(f, "soft", False) for f in features):
+            batch["soft"] = torch.as_tensor([bool(getattr(f, "soft", False)) for f in features])
         return batch

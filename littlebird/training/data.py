@@ -27,6 +27,7 @@ from .splits import is_dev_title, split_by_article  # noqa: F401  (the data API,
 
 SQUAD_FILE = "qa/squad-v1.1-train.json.gz"
 KOREAN_FILE = "qa/ko-wiki-mrc-4192.json.gz"
+TYDI_KOREAN_FILE = "qa/tydiqa-goldp-ko-train.json.gz"  # real information-seeking questions, training stages only
 DATA_FILES = {"en": SQUAD_FILE, "ko": KOREAN_FILE}
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace.
@@ -77,14 +78,20 @@ class Corpus:
     dev: dict[str, list[dict]] = field(default_factory=dict)
 
 
-def load_corpus(data_dir: str | Path, dev_fraction: float = 0.1, languages: Sequence[str] = ("en", "ko")) -> Corpus:
-    """Read the shared QA files and split each by article."""
+def load_corpus(data_dir: str | Path, dev_fraction: float = 0.1, languages: Sequence[str] = ("en", "ko"), *,
+                tydi_ko: bool = False) -> Corpus:
+    """Read the shared QA files and split each by article. With ``tydi_ko``, TyDi QA's Korean training questions
+    join the Korean training split (its own articles split the same way, its dev part left out, so the dev files
+    stay the ones every checkpoint was measured on)."""
     corpus = Corpus()
     for language in languages:
         articles = read_squad(Path(data_dir) / DATA_FILES[language])
         if language == "ko":
             articles = unescape_newlines(articles)
         corpus.train[language], corpus.dev[language] = split_by_article(articles, dev_fraction)
+    if tydi_ko and "ko" in languages:
+        tydi, _ = split_by_article(unescape_newlines(read_squad(Path(data_dir) / TYDI_KOREAN_FILE)), dev_fraction)
+        corpus.train["ko"] = corpus.train["ko"] + tydi
     return corpus
 
 
@@ -258,6 +265,7 @@ class Feature:
     end: int
     sentence_ends: list[int]
     language: str
+    soft: bool = False  # learn the starting model's distributions here, not the gold span (AnchoredQAObjective)
 
 
 def answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_char: int) -> tuple[int, int] | None:

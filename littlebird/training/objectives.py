@@ -54,6 +54,29 @@ def qa_loss(logits: QALogits, start_positions: torch.Tensor, end_positions: torc
     return span + F.binary_cross_entropy_with_logits(logits.answerable, (start_positions > 0).float())
 
 
+def qa_loss_rows(logits: QALogits, start_positions: torch.Tensor, end_positions: torch.Tensor) -> torch.Tensor:
+    """(B,) :func:`qa_loss` of each row of the batch (its mean is :func:`qa_loss`)."""
+    n = logits.start.shape[1]
+    span = (F.cross_entropy(logits.start, start_positions.clamp(0, n - 1), reduction="none")
+            + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1), reduction="none")) / 2
+    answerable = F.binary_cross_entropy_with_logits(logits.answerable, (start_positions > 0).float(), reduction="none")
+    return span + answerable
+
+
+def anchor_loss_rows(student: QALogits, anchor: QALogits) -> torch.Tensor:
+    """(B,) how far each row's start, end and answerable distributions moved from ``anchor``'s:
+    (KL(start) + KL(end)) / 2 + KL(answerable), each KL(anchor || student), 0 where they agree."""
+
+    def kl(student_logits: torch.Tensor, anchor_logits: torch.Tensor) -> torch.Tensor:
+        student_logits, anchor_logits = student_logits.float(), anchor_logits.float()  # bf16 autocast's heads
+        p = F.softmax(anchor_logits, dim=-1)
+        return (p * (F.log_softmax(anchor_logits, dim=-1) - F.log_softmax(student_logits, dim=-1))).sum(-1)
+
+    two = lambda logit: torch.stack([F.logsigmoid(-logit), F.logsigmoid(logit)], dim=-1)  # noqa: E731
+    return (kl(student.start, anchor.start) + kl(student.end, anchor.end)) / 2 + kl(two(student.answerable),
+                                                                                   two(anchor.answerable))
+
+
 def soft_target_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
     """T^2 * KL(softmax(teacher / T) || softmax(student / T)), averaged over the batch (Hinton et al.)."""
     log_p_student = F.log_softmax(student / temperature, dim=-1)
@@ -142,6 +165,50 @@ class QAObjective(nn.Module):
         logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, batch["attention_mask"],
                            batch["start_positions"])
         return qa_loss(logits, batch["start_positions"], batch["end_positions"]), {}
+
+
+class AnchoredQAObjective(nn.Module):
+    """Gold spans on some windows while the rest keep what the starting model said of them.
+
+    A batch row with ``soft`` set learns the anchor's (a frozen copy of the model the stage started from)
+    start, end and answerable distributions on the same input (:func:`anchor_loss_rows`); the other rows
+    learn their gold spans (:func:`qa_loss_rows`). A stage that teaches a new kind of window (table rows) marks
+    the windows the model already reads well (prose) soft, so that what it knew cannot slide while it learns.
+    """
+
+    def __init__(self, model: nn.Module, anchor: nn.Module):
+        super().__init__()
+        self.model = model
+        self.anchor = anchor.eval().requires_grad_(False)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.anchor.eval()  # no dropout in the targets
+        return self
+
+    def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
+        mask, starts, ends = batch["attention_mask"], batch["start_positions"], batch["end_positions"]
+        encoded = self.model.littlebird(batch["input_ids"], attention_mask=mask,
+                                        position_ids=batch.get("position_ids"), return_dict=True)
+        logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, mask, starts)
+        losses = qa_loss_rows(logits, starts, ends)
+        soft = batch.get("soft", torch.zeros_like(starts, dtype=torch.bool)).bool()
+        scalars = {}
+        if soft.any():
+            rows = soft.nonzero().squeeze(1)
+            positions = batch.get("position_ids")
+            with torch.no_grad():
+                anchored = self.anchor.littlebird(batch["input_ids"][rows], attention_mask=mask[rows],
+                                                  position_ids=None if positions is None else positions[rows],
+                                                  return_dict=True)
+                target = qa_logits(self.anchor.qa_head, anchored.last_hidden_state, mask[rows], starts[rows])
+            student = QALogits(logits.start[rows], logits.end[rows], logits.answerable[rows], logits.valid[rows])
+            kept = anchor_loss_rows(student, target)
+            losses = losses.float().index_put((rows,), kept.float())
+            scalars["anchor"] = kept.mean().item()
+        if (~soft).any():
+            scalars["gold"] = losses[~soft].mean().item()
+        return losses.mean(), scalars
 
 
 class DistillationObjective(nn.Module):

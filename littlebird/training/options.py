@@ -78,11 +78,13 @@ class ShortDataOptions(DataOptions):
 
 def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
                       unanswerable_rate: float, with_sentence_ends: bool, seed: int,
-                      search_style_share: float = 0.0, negative_pair_share: float = 0.0) -> list:
+                      search_style_share: float = 0.0, negative_pair_share: float = 0.0, anchored: bool = False) -> list:
     """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions);
     a ``search_style_share`` of the questions typed as keyword queries (:mod:`.question_forms`); a
     ``negative_pair_share`` of them also asked, without an answer, of another article's paragraph and of the
-    training paragraph nearest in words that lacks the answer (the dev files' unanswerable and near-miss pairs)."""
+    training paragraph nearest in words that lacks the answer (the dev files' unanswerable and near-miss pairs).
+    ``anchored`` marks the paragraph windows ``soft`` (:class:`~littlebird.training.objectives.AnchoredQAObjective`);
+    the negative pairs keep their gold "no answer"."""
     features = []
     for language, limit in limits:
         articles = take_questions(corpus.train[language], limit, seed=seed)
@@ -92,9 +94,15 @@ def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *
             pairs = unanswerable_questions(asked) + near_miss_questions(asked, corpus.train[language])
             features += encode_articles(pairs, tokenizer, language=language, max_length=max_length, stride=stride,
                                         with_sentence_ends=with_sentence_ends, seed=seed)
-        features += encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
-                                    unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends,
-                                    seed=seed)
+        windows = encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
+                                  unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends, seed=seed)
+        features += _anchored(windows, anchored)
+    return features
+
+
+def _anchored(features: list, anchored: bool) -> list:
+    for feature in features:
+        feature.soft = anchored
     return features
 
 
@@ -168,6 +176,11 @@ class LongDataOptions(DataOptions):
     negative_pair_share: float = option(0.0, "share of the paragraph questions also asked of another article's "
                                              "paragraph and of the nearest paragraph without their answer, "
                                              "labelled 'no answer'")
+    anchor_prose: bool = option(False, "prose windows (every window but the table questions') learn the starting "
+                                       "model's own start, end and answerable distributions instead of their gold "
+                                       "spans, so that prose cannot slide while tables are learnt")
+    tydi_ko: bool = option(False, "add TyDi QA's Korean training questions (qa/tydiqa-goldp-ko-train.json.gz) "
+                                  "to the Korean questions")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -186,24 +199,24 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
     keeps practising paragraphs: trained on long windows alone, a student loses paragraph F1 (the training
     log's rounds 2 and 3).
     """
-    corpus = load_corpus(args.data_dir, args.dev_fraction)
+    corpus = load_corpus(args.data_dir, args.dev_fraction, tydi_ko=args.tydi_ko)
     short = [(language, count) for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]
              if count]
     features = paragraph_windows(corpus, tokenizer, short, max_length=args.short_max_length,
                                  stride=args.short_max_length // 3, unanswerable_rate=0.1,
                                  with_sentence_ends=with_sentence_ends, seed=args.seed,
                                  search_style_share=args.search_style_share,
-                                 negative_pair_share=args.negative_pair_share)
+                                 negative_pair_share=args.negative_pair_share, anchored=args.anchor_prose)
     for language, limit in _question_limits(args):
         documents = long_documents(corpus.train[language], language, html_share=args.html_share,
                                    passages_per_document=args.ko_passages_per_document, seed=args.seed,
                                    page_shaped_share=args.page_shaped_share)
         documents = take_questions(documents, limit, seed=args.seed)
         documents = with_search_style(documents, language, args.search_style_share, args.seed)
-        features += encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
-                                    stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
-                                    answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
-                                    seed=args.seed)
+        features += _anchored(encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
+                                              stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
+                                              answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
+                                              seed=args.seed), args.anchor_prose)
     if args.table_questions:
         # Whole pages: the answer's window, and a share of every other window of the page as "no answer here".
         pages, _ = load_table_articles(args.data_dir, args.dev_fraction, "train")
@@ -275,7 +288,8 @@ _RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
 _NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0, "table_questions": 0,
-                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0, "negative_pair_share": 0.0}
+                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0, "negative_pair_share": 0.0,
+                     "anchor_prose": False, "tydi_ko": False}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..checkpoint import load_qa_model, load_tokenizer, save_compact
 from ..command_options import option
 from . import loop
-from .objectives import QAObjective
+from .objectives import AnchoredQAObjective, QAObjective
 from .options import (PaddingInsertionOptions, TrainableOptions, apply_trainable_options, cached_features,
                       padding_insertion_collator)
 
@@ -33,5 +33,7 @@ def train_saved_student(args: StudentOptions, build_features: Callable[..., list
         return
     model = load_qa_model(args.student_dir).train()
     apply_trainable_options(model, args)
-    loop.train(QAObjective(model), features, padding_insertion_collator(args, tokenizer), args,
+    anchored = any(feature.soft for feature in features)  # a stage with anchor_prose (the long-context stage)
+    objective = AnchoredQAObjective(model, load_qa_model(args.student_dir)) if anchored else QAObjective(model)
+    loop.train(objective, features, padding_insertion_collator(args, tokenizer), args,
                save_model=lambda objective, path: save_compact(objective.model, path, tokenizer=tokenizer))

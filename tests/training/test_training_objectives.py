@@ -9,8 +9,9 @@ from torch import nn
 
 from littlebird.reference import dense_attention_distillation_loss, window_visibility
 from littlebird.training.distill import shallower_littlebird, teacher_layers
-from littlebird.training.objectives import (DistillationObjective, attention_distillation_loss, hidden_state_loss,
-                                            qa_logits, qa_loss, soft_target_loss, teacher_windows)
+from littlebird.training.objectives import (AnchoredQAObjective, DistillationObjective, QALogits, anchor_loss_rows,
+                                            attention_distillation_loss, hidden_state_loss, qa_logits, qa_loss,
+                                            qa_loss_rows, soft_target_loss, teacher_windows)
 from tests.littlebird_factories import tiny_qa_model
 
 
@@ -87,6 +88,41 @@ def test_soft_targets_and_qa_loss():
     assert out.end[0, :3].max() <= -1e4 + 1  # ends before the gold start are ruled out
     reference = model(ids, start_positions=starts, end_positions=ends).loss
     torch.testing.assert_close(qa_loss(out, starts, ends), reference, atol=1e-5, rtol=1e-5)
+
+
+def test_anchored_rows_keep_the_starting_distributions_and_the_others_learn_their_gold_spans():
+    torch.manual_seed(0)
+    model = tiny_qa_model().eval()  # no dropout: the same weights give the anchor's distributions exactly
+    anchored = AnchoredQAObjective(model, copy.deepcopy(model))
+    ids = torch.randint(3, 300, (3, 20))
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": torch.tensor([3, 0, 4]),
+             "end_positions": torch.tensor([5, 0, 6]), "soft": torch.tensor([True, False, True])}
+    loss, scalars = anchored(batch)
+    hidden = model.littlebird(ids, return_dict=True).last_hidden_state
+    gold = qa_loss_rows(qa_logits(model.qa_head, hidden, batch["attention_mask"], batch["start_positions"]),
+                        batch["start_positions"], batch["end_positions"])
+    torch.testing.assert_close(gold.mean(), qa_loss(qa_logits(model.qa_head, hidden, batch["attention_mask"],
+                                                              batch["start_positions"]),
+                                                    batch["start_positions"], batch["end_positions"]))
+    assert scalars["anchor"] < 1e-5  # the starting model agrees with itself
+    torch.testing.assert_close(loss, gold[1] / 3, atol=1e-5, rtol=1e-4)  # only the gold row costs anything
+    with torch.no_grad():
+        model.qa_head.start.weight.add_(torch.randn_like(model.qa_head.start.weight))
+    moved, scalars = anchored(batch)
+    assert scalars["anchor"] > 1e-3
+    moved.backward()
+    assert all(p.grad is None for p in anchored.anchor.parameters())  # the anchor stays as it started
+    assert model.qa_head.start.weight.grad.abs().sum() > 0
+
+
+def test_the_anchor_loss_is_zero_where_the_distributions_agree_and_grows_as_they_part():
+    torch.manual_seed(0)
+    start, end, answerable = torch.randn(2, 12), torch.randn(2, 12), torch.tensor([0.3, -1.0])
+    anchor = QALogits(start, end, answerable, torch.ones(2, 12, dtype=torch.bool))
+    assert anchor_loss_rows(anchor, anchor).abs().max() < 1e-6
+    near = QALogits(start + 0.1 * torch.randn(2, 12), end, answerable, anchor.valid)
+    far = QALogits(start + 3 * torch.randn(2, 12), end, answerable + 4, anchor.valid)
+    assert (0 < anchor_loss_rows(near, anchor)).all() and (anchor_loss_rows(near, anchor) < anchor_loss_rows(far, anchor)).all()
 
 
 def test_a_shallower_student_is_the_teacher_running_only_the_kept_layers():

