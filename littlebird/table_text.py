@@ -20,7 +20,8 @@ The forms (:data:`TABLE_FORMS`) are the ones measured on the dev files (``docs/e
 - ``tags``: ``<table> <tr> <th> Date <th> Opponent <tr> <td> October 17 <td> Michigan``;
 - ``header-tags``: the same rows with each cell after its header, ``<tr> <td> Date: October 17 <td> ...``;
 - ``rows``: one paragraph a row, no cell tags, ``<p> Date: October 17; Opponent: Michigan.``;
-- ``named-rows``: ``rows`` with the table's name (its caption or the heading above it) before each row.
+- ``named-rows`` (the default, which reads best): ``rows`` with the table's name (its caption, the heading
+  above it, or its title row) before each row, ``<p> Schedule, Date: October 17; Opponent: Michigan.``
 
 Two-cell rows without column headers (an infobox, a key-value list) become ``<p> Born: June 5, 1950.``,
 and a row whose one cell spans the table (a section row) a paragraph of its own.
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows")
-DEFAULT_TABLE_FORM = "rows"
+DEFAULT_TABLE_FORM = "named-rows"  # docs/evaluation.md: the best F1 on real pages' tables
 
 MAX_LABEL_WORDS = 6  # a header is repeated on every row: long ones are cut to their first words ...
 MAX_LABEL_CHARACTERS = 40  # ... and characters
@@ -218,7 +219,7 @@ def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, n
             pieces.append(Piece("cell", slot=slot))
         return pieces
     pieces = [Piece("tag", "<p>")]
-    if form == "named-rows" and name:
+    if form == "named-rows" and name and not spanning:  # a section or title row names itself
         pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
     key_value = not any(headers.labels) and len(filled) == 2
     for index, slot in enumerate(filled):

@@ -69,13 +69,13 @@ def test_a_wikipedia_article_keeps_every_section_heading_and_its_title_not_the_c
 def test_a_wikipedia_article_keeps_its_infobox_paragraphs_and_table_rows_apart():
     document = clean_wtq_page("Renaissance (band)")
     model = document.model_text
-    assert "<p> Origin: London, England, UK." in model
+    assert "<p> Renaissance, Origin: London, England, UK." in model
     # Lines of one infobox cell (<br>) stay separate words, in the model text and the shown text.
-    assert "<p> Years active: 1969–1987 1998–2002 2009–present." in model
+    assert "<p> Renaissance, Years active: 1969–1987 1998–2002 2009–present." in model
     assert "1969–1987\n1998–2002" in document.text
     # Two header rows: "UK" under "Chart-Positions" names its column.
     assert "<h2> Studio albums <p> Year; Title; Chart-Positions; Comments. <p> UK; US; NL." in model
-    assert "<p> Year: 1973; Title: Ashes Are Burning; UK: –; US: 171; NL: –" in model
+    assert "<p> Studio albums, Year: 1973; Title: Ashes Are Burning; UK: –; US: 171; NL: –." in model
     assert "1973 | Ashes Are Burning | – | 171 | –" in document.text
     assert ("<p> In January 1969, former Yardbirds members Keith Relf and Jim McCarty organised a new group devoted "
             "to experimentation between rock, folk, and classical forms.") in model
@@ -118,9 +118,10 @@ def test_todays_english_wikipedia_markup(fixtures):
     assert headings(document) == ["Eddystone Lighthouse", "Winstanley's lighthouse", "Smeaton's Tower",
                                   "Dismantling", "Keepers", "References"]
     model = document.model_text
-    assert "<p> Coordinates: 50°10′48″N 04°15′54″W. <p>" in model  # the hidden decimal form is gone
+    assert "<p> Eddystone Lighthouse, Coordinates: 50°10′48″N 04°15′54″W. <p>" in model  # no hidden decimal form
     assert "<p> Lighthouses on the Eddystone Rocks <p> Tower; Engineer; First lit; Fate." in model
-    assert "<p> Tower: Third; Engineer: John Smeaton; First lit: 1759; Fate: Moved to Plymouth Hoe in 1882." in model
+    assert ("<p> Lighthouses on the Eddystone Rocks, Tower: Third; Engineer: John Smeaton; First lit: 1759; "
+            "Fate: Moved to Plymouth Hoe in 1882.") in model
     assert "<p> Winstanley's lighthouse, from a print of 1699 <p> The first lighthouse" in model
     assert "<ul> <li> The light was automated in 1982. <li> A helipad" in model
     assert "south of Rame Head in Cornwall, England. The current structure is the fourth" in document.text
@@ -139,8 +140,8 @@ def test_todays_korean_wikipedia_markup(fixtures):
     assert document.title == "첨성대" and document.language == "ko"
     assert headings(document) == ["첨성대", "구조", "역사", "각주"]
     model = document.model_text
-    assert "<p> 소재지: 경상북도 경주시 인왕동 839-1." in model
-    assert "<p> 첨성대의 규모 <p> 부분; 크기. <p> 부분: 밑지름; 크기: 4.93 m." in model
+    assert "<p> 경주 첨성대, 소재지: 경상북도 경주시 인왕동 839-1." in model
+    assert "<p> 첨성대의 규모 <p> 부분; 크기. <p> 첨성대의 규모, 부분: 밑지름; 크기: 4.93 m." in model
     assert "<li> 1962년: 국보 지정 <li> 2016년: 경주 지진 뒤 정밀 점검" in model
     assert "신라 시대의 천문 관측대이다. 현존하는" in document.text
     for dropped in ("본문으로 이동", "주 메뉴", "목차", "처음 위치", "편집", "위키백과 검색", "최근 바뀜", "숭례문",
@@ -158,7 +159,7 @@ def test_a_blog_keeps_its_post_and_loses_its_furniture(fixtures):
                                   "Salting the cabbage", "The paste", "How long to ferment"]
     model = document.model_text
     assert "<li> 120 g coarse sea salt <li> 3 tablespoons gochugaru" in model
-    assert "<p> Where: Fridge; Temperature: 4 °C; Time: 2 to 3 weeks." in model
+    assert "<p> How long to ferment, Where: Fridge; Temperature: 4 °C; Time: 2 to 3 weeks." in model
     for dropped in ("Skip to content", "Recipes from a tiny flat", "Share on", "Leave a Reply", "fizzy",
                     "Recent Posts", "Subscribe", "Proudly powered", "Doenjang"):
         assert dropped not in document.text, dropped

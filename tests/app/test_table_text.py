@@ -7,7 +7,7 @@ import pytest
 
 from littlebird.app.clean import clean_document
 from littlebird.app.decode import RawDocument
-from littlebird.table_text import TABLE_FORMS, TableCell, check_table_form, grid, table_plan
+from littlebird.table_text import DEFAULT_TABLE_FORM, TABLE_FORMS, TableCell, check_table_form, grid, table_plan
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.qa_factories import assert_linked
 
@@ -113,10 +113,10 @@ def test_markdown_and_the_tag_form():
     markdown = "# Ferries\n\n| Line | From | Time |\n|---|---|---|\n| A | Elma | 45 minutes |\n| B | Northhaven | 80 min |\n"
     document = clean_document(RawDocument(markdown, False, "ferries.md", "utf-8"))
     assert document.text == markdown
-    assert document.model_text == ("<h1> Ferries <p> Line; From; Time. <p> Line: A; From: Elma; Time: 45 minutes. "
-                                   "<p> Line: B; From: Northhaven; Time: 80 min.")
+    assert document.model_text == ("<h1> Ferries <p> Line; From; Time. <p> Ferries, Line: A; From: Elma; Time: 45 minutes. "
+                                   "<p> Ferries, Line: B; From: Northhaven; Time: 80 min.")
     assert [document.model_text[a:b] for _, a, b in document.table_rows][-1] == \
-        "<p> Line: B; From: Northhaven; Time: 80 min."
+        "<p> Ferries, Line: B; From: Northhaven; Time: 80 min."
     assert_tokens_round_trip(document)
     tags = clean_document(RawDocument(markdown, False, "ferries.md", "utf-8"), table_form="tags")
     assert "<table> <tr> <th> Line <th> From <th> Time <tr> <td> A <td> Elma <td> 45 minutes" in tags.model_text
@@ -128,8 +128,8 @@ def test_every_form_keeps_every_cell_linked(form):
                            "<tr><td rowspan=2>B</td><td>80 minutes</td></tr><tr><td>75 minutes</td></tr></table>"),
                       form)
     assert "80 minutes" in text and "75 minutes" in text
-    if form == "named-rows":
-        assert "<p> Ferries, Line: B; Time: 80 minutes." in text or "Line: B; Time: 80 minutes." in text
+    if form == "named-rows":  # no caption and no heading above it: nothing names this table
+        assert "<p> Line: B; Time: 80 minutes." in text
     if form == "header-tags":
         assert "<tr> <td> Line: B <td> Time: 80 minutes" in text
 
@@ -142,3 +142,16 @@ def test_the_grid_expands_spans_and_an_unknown_form_is_refused():
     assert len(table_plan(rows, "rows")) == 2
     with pytest.raises(ValueError, match="table_form must be one of tags, header-tags, rows, named-rows"):
         check_table_form("csv")
+
+
+def test_the_default_form_names_each_row_by_its_caption_heading_or_title_row():
+    caption = model_text(wiki("<table class='wikitable'><caption>Summer timetable</caption>"
+                              "<tr><th>Line</th><th>Time</th></tr><tr><td>B</td><td>80 minutes</td></tr></table>"),
+                         DEFAULT_TABLE_FORM)
+    assert "<p> Summer timetable <p> Line; Time. <p> Summer timetable, Line: B; Time: 80 minutes." in caption
+    heading = model_text(wiki("<h2>Fares</h2><table class='wikitable'><tr><th>Line</th><th>Fare</th></tr>"
+                              "<tr><td>B</td><td>12 euros</td></tr></table>"), DEFAULT_TABLE_FORM)
+    assert "<h2> Fares <p> Line; Fare. <p> Fares, Line: B; Fare: 12 euros." in heading
+    title = model_text(wiki("<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
+                            "<tr><th>Founded</th><td>1850</td></tr></table>"), DEFAULT_TABLE_FORM)
+    assert "<p> Port Elma. <p> Port Elma, Founded: 1850." in title  # the title row itself is not named twice

@@ -40,8 +40,8 @@ def test_headings_lists_and_tables_reach_the_model_and_nothing_is_dropped():
     ]
     assert "<h1> Fleet report of the harbour office <h1> Ships <p>" in document.model_text
     # Word marks no header row: the first row of short labels above two more names the columns.
-    assert "<p> Ship; Captain; Tonnage. <p> Ship: Northern Star;" in document.model_text
-    assert "<p> Ship: Sea Lark; Captain: Tomas Berg; Tonnage: 8,150." in document.model_text
+    assert "<p> Ship; Captain; Tonnage. <p> Ships, Ship: Northern Star;" in document.model_text
+    assert "<p> Ships, Ship: Sea Lark; Captain: Tomas Berg; Tonnage: 8,150." in document.model_text
     assert "<h2> Duties <ul> <li> Inspect the quay" in document.model_text
     assert [table for table, _, _ in document.table_rows] == [0, 0, 0]
     assert not document.page_starts

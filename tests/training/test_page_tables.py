@@ -53,9 +53,9 @@ def test_each_step_keeps_a_unique_span_and_drops_the_rest():
         answer = qa["answers"][0]
         assert context[answer["answer_start"]:answer["answer_start"] + len(answer["text"])] == answer["text"]
         row_start, row_end = qa["table_row"]
-        assert context[row_start:row_end].startswith("<p> Season:")
+        assert context[row_start:row_end].startswith("<p> Seasons, Season:")
         assert row_start <= answer["answer_start"] < row_end
-    assert context[slice(*kept["q1"]["table_row"])] == "<p> Season: 1931; Club: Toulon; Wins: 14; Losses: 2."
+    assert context[slice(*kept["q1"]["table_row"])] == "<p> Seasons, Season: 1931; Club: Toulon; Wins: 14; Losses: 2."
     assert "Seasons" in context and context.startswith("<h1> Toy club")
 
 
