@@ -219,7 +219,7 @@ def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, n
             pieces.append(Piece("cell", slot=slot))
         return pieces
     pieces = [Piece("tag", "<p>")]
-    if form == "named-rows" and name and not spanning:  # a section or title row names itself
+    if form == "named-rows" and name:  # every row, a section or title row too (measured: docs/evaluation.md)
         pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
     key_value = not any(headers.labels) and len(filled) == 2
     for index, slot in enumerate(filled):

@@ -154,4 +154,4 @@ def test_the_default_form_names_each_row_by_its_caption_heading_or_title_row():
     assert "<h2> Fares <p> Line; Fare. <p> Fares, Line: B; Fare: 12 euros." in heading
     title = model_text(wiki("<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
                             "<tr><th>Founded</th><td>1850</td></tr></table>"), DEFAULT_TABLE_FORM)
-    assert "<p> Port Elma. <p> Port Elma, Founded: 1850." in title  # the title row itself is not named twice
+    assert "<p> Port Elma, Port Elma. <p> Port Elma, Founded: 1850." in title  # every row named, the title's too
