@@ -41,6 +41,9 @@ MAX_LABEL_CHARACTERS = 40  # ... and characters
 MAX_NAME_WORDS = 8  # a table's name before every row (``named-rows``), cut the same way
 MIN_HEADER_COLUMNS = 3  # a first row of <td> labels counts as a header only in a table this wide
 MAX_GUESSED_LABEL_WORDS = 5  # ... whose first-row cells are each this short
+MAX_COLSPAN = 64  # spans are attributes anyone can write: a cell covers at most this many columns ...
+MAX_ROWSPAN = 1000  # ... and rows
+MAX_REPEATED_CHARACTERS = 200  # a rowspan's cell is written again in each row it covers only if this short
 _ENDS_SENTENCE = ".!?。"
 _DIGITS_ONLY = re.compile(r"^[\d\s.,:%+\-–—/()$€£₩]+$")
 
@@ -99,7 +102,9 @@ def _capped(text: str, words: int) -> str:
 
 
 def grid(rows: Sequence[Sequence[TableCell]]) -> list[list[Slot]]:
-    """Each row's slots in column order, ``rowspan`` cells repeated (``first=False``) in the rows they cover."""
+    """Each row's slots in column order, ``rowspan`` cells repeated (``first=False``) in the rows they cover; a
+    long one keeps its columns there but is not repeated. Spans are capped (:data:`MAX_COLSPAN`,
+    :data:`MAX_ROWSPAN`), so no table's attributes make the work unbounded."""
     laid: list[list[Slot]] = []
     pending: dict[int, tuple[Slot, int]] = {}  # column -> (slot from above, rows it still covers)
     for cells in rows:
@@ -115,14 +120,15 @@ def grid(rows: Sequence[Sequence[TableCell]]) -> list[list[Slot]]:
                 column += slot.width
                 continue
             if not queue:
-                column += 1  # a gap before a cell that a rowspan carries further right
+                column = min(c for c in pending if c >= column)  # a gap before a cell a rowspan carries
                 continue
             cell = queue.pop(0)
-            width = max(1, min(cell.colspan, 1000))
+            width = max(1, min(cell.colspan, MAX_COLSPAN))
             slot = Slot(cell, column, width, True)
             row.append(slot)
             if cell.rowspan > 1:
-                pending[column] = (slot, min(cell.rowspan, 1000) - 1)
+                carried = cell if len(cell.text) <= MAX_REPEATED_CHARACTERS else TableCell(None, "", cell.header)
+                pending[column] = (Slot(carried, column, width, True), min(cell.rowspan, MAX_ROWSPAN) - 1)
             column += width
         laid.append(row)
     return laid

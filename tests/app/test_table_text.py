@@ -7,7 +7,8 @@ import pytest
 
 from littlebird.app.clean import clean_document
 from littlebird.app.decode import RawDocument
-from littlebird.table_text import DEFAULT_TABLE_FORM, TABLE_FORMS, TableCell, check_table_form, grid, table_plan
+from littlebird.table_text import (DEFAULT_TABLE_FORM, MAX_COLSPAN, TABLE_FORMS, TableCell, check_table_form, grid,
+                                   table_plan, width)
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.qa_factories import assert_linked
 
@@ -155,3 +156,21 @@ def test_the_default_form_names_each_row_by_its_caption_heading_or_title_row():
     title = model_text(wiki("<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
                             "<tr><th>Founded</th><td>1850</td></tr></table>"), DEFAULT_TABLE_FORM)
     assert "<p> Port Elma, Port Elma. <p> Port Elma, Founded: 1850." in title  # every row named, the title's too
+
+
+def test_spans_anyone_can_write_stay_bounded():
+    """colspan and rowspan are attributes a page sets at will: capped, so a small page stays a small table."""
+    rows = [[TableCell(f"c{i}", f"c{i}", colspan=100_000, rowspan=100_000) for i in range(50)]] + \
+        [[TableCell("x", "x")]] * 200
+    laid = grid(rows)
+    assert width(laid) == 50 * MAX_COLSPAN + 1 and len(laid) == 201  # the rows below: one cell after the spans
+    cells = "".join(f"<td colspan=100000 rowspan=100000>c{i}</td>" for i in range(50))
+    document = clean_document(RawDocument(wiki(f"<table><tr>{cells}</tr>" + "<tr><td>x</td></tr>" * 200 + "</table>"),
+                                          True, "page.html", "utf-8"))
+    assert len(document.model_text) < 50_000
+    long_cell = "A long remark that runs on. " * 10  # longer than a repeated cell may be
+    text = model_text(wiki(f"<table class='wikitable'><tr><th>Line</th><th>Note</th></tr>"
+                           f"<tr><td>A</td><td rowspan=3>{long_cell}</td></tr><tr><td>B</td></tr><tr><td>C</td></tr>"
+                           "</table>"))
+    assert text.count("A long remark") == 10  # written once, not again in rows B and C
+    assert "<p> Line: B." in text
