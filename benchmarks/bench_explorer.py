@@ -54,9 +54,9 @@ MEASUREMENTS = ("explorer", "read", "held")
 
 def example_text() -> tuple[str, str]:
     """The four example pages' cleaned text joined, and a question about the first."""
-    from littlebird.app.clean import clean_document
+    from littlebird.documents.clean import clean_document
     from littlebird.app.examples import web_pages
-    from littlebird.app.upload import read_upload
+    from littlebird.documents.upload import read_upload
 
     examples = web_pages()
     text = "\n\n".join(clean_document(read_upload(example.path)).text for example in examples)

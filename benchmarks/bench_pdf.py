@@ -4,7 +4,7 @@
 
 Each document is the example report (``scripts/make_example_pdf.py``, 32 pages) in that language. Rows: the
 bare text of every page with pypdfium2 and with pypdf, in this process, and the app's whole path
-(``littlebird.app.pdf.read_pdf``: a child process under its limits, lines with their places, paragraphs,
+(``littlebird.documents.pdf.read_pdf``: a child process under its limits, lines with their places, paragraphs,
 headings, running heads dropped). "paragraphs whole" counts the report's paragraphs found in the text as
 written once the extractor's line breaks are read as spaces (PDFium marks a hyphen it joined with U+FFFE, which
 is dropped): a check that the words and their order came through. Needs pypdf (``pip install pypdf``), which the
@@ -57,8 +57,8 @@ def pypdf_text(data: bytes) -> list[str]:
 
 def app_text(data: bytes) -> list[str]:
     """The app's cleaned text (one string: its pages are offsets into it)."""
-    from littlebird.app.clean import clean_document
-    from littlebird.app.pdf import read_pdf
+    from littlebird.documents.clean import clean_document
+    from littlebird.documents.pdf import read_pdf
 
     return [clean_document(read_pdf(data, source="report.pdf")).text]
 

@@ -217,8 +217,8 @@ def windows_read(row: dict) -> str:
 def page_rows(model, tokenizer, readers: list[str], max_length: int, args) -> list[dict]:
     """Each example page as the app cleans it, asked each suggested question: per page and reader, the median
     and the slowest question."""
-    from littlebird.app.clean import clean_document
-    from littlebird.app.decode import RawDocument
+    from littlebird.documents.clean import clean_document
+    from littlebird.documents.decode import RawDocument
     from littlebird.app.examples import web_pages
 
     rows = []

@@ -44,8 +44,8 @@ from pathlib import Path
 import trafilatura
 from lxml import html as lxml_html
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument, decode_bytes
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument, decode_bytes
 from littlebird.vocabulary import TAG_TOKENS
 
 # What the issue calls boilerplate on a MediaWiki page, by class and id.

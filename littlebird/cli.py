@@ -56,16 +56,17 @@ def _source(document: str) -> dict[str, Any]:
     """What :func:`littlebird.app.asking.ask` takes for a file path, a web address or ``-`` (standard input)."""
     from pathlib import Path
 
-    from .app.errors import DocumentError
-    from .app.fetch import looks_like_address
+    from .documents import formats
+    from .documents.errors import DocumentError
+    from .documents.fetch import looks_like_address
 
     if document == "-":
         return {"source": "paste", "pasted": sys.stdin.read()}
     if looks_like_address(document):
         return {"source": "url", "url": document}
     if not Path(document).is_file():
-        raise DocumentError(f"{document} is no file; give a .pdf, .docx, .html, .htm, .txt or .md file, an http(s) "
-                            "address, or - for standard input")
+        raise DocumentError(f"{document} is no file; give a {formats.suffix_list()} file, an http(s) address, "
+                            "or - for standard input")
     return {"source": "upload", "upload": document}
 
 
@@ -92,7 +93,7 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
     from .app.asking import DEFAULT_APP_READING, Settings, ask
-    from .app.errors import DocumentError
+    from .documents.errors import DocumentError
     from .app.models import CheckpointError
     from .app.payloads import api_payload
 
@@ -179,6 +180,7 @@ def _space(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``littlebird`` command line (the passed-through tools parse their own options)."""
+    from .documents import formats
     from .reading_defaults import DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 
     parser = argparse.ArgumentParser(prog="littlebird", description="Question answering over long Korean and "
@@ -193,8 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
-    ask.add_argument("document", help="a .pdf/.docx/.html/.htm/.txt/.md file, an http(s) address, or - for standard "
-                                     "input")
+    ask.add_argument("document", help=f"a {'/'.join(formats.suffixes())} file, an http(s) address, or - "
+                                     "for standard input")
     ask.add_argument("question", nargs="?", default=None, help="the question (or --questions)")
     ask.add_argument("--questions", metavar="FILE", help='JSON lines of {"question": ..., "id": ...} ("-": standard '
                                                          "input); one JSON line of answers each on standard output")

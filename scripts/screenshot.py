@@ -21,10 +21,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from littlebird.app.clean import clean_document  # noqa: E402
+from littlebird.documents.clean import clean_document  # noqa: E402
 from littlebird.app.examples import find_example, web_pages  # noqa: E402
 from littlebird.app.ui import build_demo  # noqa: E402
-from littlebird.app.upload import read_upload  # noqa: E402
+from littlebird.documents.upload import read_upload  # noqa: E402
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

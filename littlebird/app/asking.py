@@ -1,7 +1,7 @@
 """One question about one document, from the settings panel's values to everything the page and the API show.
 
-``ask`` reads the document (``app.documents``), loads the model (``app.models``), runs the reader
-within the limits of ``app.limits`` and renders the result (``app.payloads``); ``answer_document``
+``ask`` reads the document (``documents.sources``), loads the model (``app.models``), runs the reader
+within the limits of ``documents.limits`` and renders the result (``app.payloads``); ``answer_document``
 is the /answer endpoint's version of it. Asking knows nothing of the attention explorer
 (``app.explorer``): a caller that wants something of the reading kept, as the page does for the
 explorer, passes ``ask`` an ``observe`` that wraps the reading. All take and return plain data,
@@ -16,10 +16,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from littlebird.app.clean import Document
-from littlebird.app.documents import Report, read_document, silent
-from littlebird.app.fetch import looks_like_address
-from littlebird.app.limits import Limits
+from littlebird.documents.clean import Document
+from littlebird.documents.sources import Report, read_document, silent
+from littlebird.documents.fetch import looks_like_address
+from littlebird.documents.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import QAResult, answer_question
@@ -34,7 +34,7 @@ DEFAULT_APP_READING = ReadingOptions()
 @dataclass(frozen=True)
 class Settings:
     """The settings panel's values: the checkpoint, and the reading within the sliders' ranges. The time
-    budget comes from the limits (``app.limits``) when a question is asked."""
+    budget comes from the limits (``documents.limits``) when a question is asked."""
 
     checkpoint: str | None = None
     reading: ReadingOptions = DEFAULT_APP_READING
@@ -110,7 +110,7 @@ def ask(
 
     Stages are reported through ``report(fraction, message)``: fetching or reading,
     cleaning, each window the model reads. The document and the time are bounded by
-    ``Limits.from_environment()`` (see ``app.limits``). Raises DocumentError or CheckpointError,
+    ``Limits.from_environment()`` (see ``documents.limits``). Raises DocumentError or CheckpointError,
     whose text is for the user, and ``littlebird.reader.ReadingStopped`` when ``should_stop()``
     turns True while the model reads.
 

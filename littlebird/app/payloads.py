@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from littlebird.app.clean import Document, page_at
+from littlebird.documents.clean import Document, page_at
 from littlebird.app.models import LoadedModel
 from littlebird.app.qa import QAResult
 from littlebird.language import detect_language

@@ -9,8 +9,8 @@ question's language, the device, and a sentence for the user when there is no cl
 from dataclasses import dataclass, field
 from typing import Callable
 
-from littlebird.app.clean import Document
-from littlebird.app.limits import check_tokens
+from littlebird.documents.clean import Document
+from littlebird.documents.limits import check_tokens
 from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
 from littlebird.reader import DEFAULT_READING, Answer, ReadingOptions, WindowRecord, encode_text, model_device, read

@@ -1,7 +1,7 @@
 """The page: the ``gr.Blocks`` layout, and each event wired next to its components.
 
 The work behind the events lives in modules of its own, which take and return plain data:
-``app.asking`` (a question, for the page and the /answer API), ``app.documents``, ``app.models``,
+``app.asking`` (a question, for the page and the /answer API), ``documents.sources``, ``app.models``,
 ``app.payloads``, ``app.explorer`` (the attention explorer's package) and ``app.examples``;
 ``app.cancellation`` says which questions are still wanted. Tests call those directly; the browser test checks the wiring here.
 """
@@ -25,8 +25,8 @@ from littlebird.app.asking import (
     ask,
 )
 from littlebird.app.cancellation import Cancellation
-from littlebird.app.errors import DocumentError
-from littlebird.app.limits import MAX_HTML_CHARACTERS, Limits
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.limits import MAX_HTML_CHARACTERS, Limits
 from littlebird.app.examples import EXAMPLES_DIR, choose_example, load_examples
 from littlebird.app.explorer.capture import ReadingInputs
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
@@ -36,7 +36,7 @@ from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure
                                            reading_map_figure, rollout_document, rollout_figure, slopes_figure)
 from littlebird.app.explorer.target import Aim, AnswerChoice, ExplorerTarget, WindowChoice
 from littlebird.app.explorer.token_figure import token_message
-from littlebird.app.upload import ALLOWED_SUFFIXES
+from littlebird.documents import formats
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
@@ -98,7 +98,7 @@ def intro(limits: Limits) -> str:
 Ask questions about long Korean or English documents, answered by **LittleBird** (Lee et al., 2022):
 sliding-window attention, BiALiBi position biases and pack & unpack attention.
 Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARACTERS // 1_000_000} MB of HTML),
-give a web address or upload a file (PDF with a text layer, Word .docx, HTML, text or Markdown), or start from an
+give a web address or upload a file ({formats.label_list()}), or start from an
 example; a PDF's answer comes with its page. The model reads windows of
 {DEFAULT_MAX_LENGTH:,} tokens; of a long document, the {DEFAULT_MAX_WINDOWS} whose words best match the
 question, a short glimpse of each, and in full at most the {GLIMPSE_KEEP} that look likeliest to hold the answer ({seconds});
@@ -204,7 +204,7 @@ def build_demo(
                     with gr.Tab("URL", id="url") as url_tab:
                         url = gr.Textbox(label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url")
                     with gr.Tab("Upload", id="upload") as upload_tab:
-                        upload = gr.File(label="PDF, Word, HTML, text or Markdown file", file_types=list(ALLOWED_SUFFIXES),
+                        upload = gr.File(label=f"{formats.label_list()} file", file_types=list(formats.suffixes()),
                                          type="filepath", elem_id="lb-upload")
                 for tab, name in ((paste_tab, "paste"), (url_tab, "url"), (upload_tab, "upload")):
                     tab.select(lambda name=name: name, None, source, api_visibility="private", queue=False)

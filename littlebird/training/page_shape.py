@@ -1,6 +1,6 @@
 """Page-shaped documents: training articles and pages rendered the way the app's cleaner reads a web page.
 
-A real web page, once :mod:`littlebird.app.clean` has read it, is more than prose: an infobox becomes
+A real web page, once :mod:`littlebird.documents.clean` has read it, is more than prose: an infobox becomes
 ``Key | Value`` lines, tables rows of ``|``-separated cells, lists ``• item`` lines, and headings and
 navigation crumbs stand between the paragraphs; some sources carry tokenized text ("Rowling 's",
 "April 25 , 2018"). This module renders SQuAD articles (English) and groups of passages (Korean) in that

@@ -2,7 +2,7 @@
 
 ``qa/wtq-train-pages.jsonl.gz`` holds whole English Wikipedia article pages as HTML, each with questions
 about one of its tables. Their answers are values, not offsets. Each page goes through the app's own
-cleaner (:func:`littlebird.app.clean.clean_document`), so training reads what serving reads, and a question
+cleaner (:func:`littlebird.documents.clean.clean_document`), so training reads what serving reads, and a question
 is kept when its answer is one span of the cleaned page's model text:
 
 1. one answer value (a list of several values is no span);
@@ -88,12 +88,12 @@ def page_html(page: dict) -> str:
 
 
 def clean_page(page: dict, table_form: str | None = None):
-    """The page through the app's cleaner (a :class:`littlebird.app.clean.Document`), its tables in
+    """The page through the app's cleaner (a :class:`littlebird.documents.clean.Document`), its tables in
     ``table_form`` (the cleaner's default when None)."""
     # Imported here, not above: only this step needs the cleaner's packages (trafilatura, lxml, the train
     # extra's), so listing stages, planning a recipe or running one without table questions loads none.
-    from ..app.clean import clean_document
-    from ..app.decode import RawDocument
+    from ..documents.clean import clean_document
+    from ..documents.decode import RawDocument
 
     raw = RawDocument(page_html(page), True, page.get("url") or page["title"], "utf-8")
     return clean_document(raw) if table_form is None else clean_document(raw, table_form=table_form)

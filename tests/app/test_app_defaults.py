@@ -22,7 +22,7 @@ import pytest
 
 from littlebird.app import models, ui
 from littlebird.app.asking import DEFAULT_APP_READING, answer_document
-from littlebird.app.errors import DocumentError
+from littlebird.documents.errors import DocumentError
 from littlebird.app.examples import find_example
 from littlebird.reader import (DEFAULT_MAX_LENGTH, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, default_stride, question_prefix,
                                special_ids, tokenize_questions)

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument
-from littlebird.app.errors import DocumentError
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.vocabulary import TAG_TOKENS
 from tests.qa_factories import assert_linked, encode_document, qa_tokenizer
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument
-from littlebird.app.upload import read_upload
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument
+from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.qa_factories import assert_linked
 

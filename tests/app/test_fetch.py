@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from littlebird.app.errors import DocumentError
-from littlebird.app.fetch import address_refusal, fetch_document, looks_like_address, parse_url
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.fetch import address_refusal, fetch_document, looks_like_address, parse_url
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 _real_create_connection = socket.create_connection

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.documents import read_document
-from littlebird.app.errors import DocumentError
-from littlebird.app.fetch import fetch_document
-from littlebird.app.pdf import MAX_PDF_PAGES
-from littlebird.app.upload import read_upload
+from littlebird.documents.clean import clean_document
+from littlebird.documents.sources import read_document
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.fetch import fetch_document
+from littlebird.documents.pdf import MAX_PDF_PAGES
+from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.pdf_factories import (branch_fact, inflation_bomb, lines_pdf, locked_pdf, page_count_bomb, report,
                                  report_pdf, scanned_pdf)
@@ -161,7 +161,7 @@ def test_a_500_page_pdf_is_read_whole_within_the_limits():
 
 
 def test_a_pdf_over_the_page_limit_is_refused_with_its_size_and_the_limit(monkeypatch):
-    from littlebird.app import pdf
+    from littlebird.documents import pdf
 
     data = lines_pdf([[f"Page {number}."] for number in range(1, 13)])
     with pytest.raises(DocumentError, match="This PDF has 12 pages; this app reads at most 10"):

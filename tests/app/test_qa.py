@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from littlebird.app.clean import clean_document
+from littlebird.documents.clean import clean_document
 from littlebird.app.qa import Answer, answer_question
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingOptions
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument
 from littlebird.table_text import (DEFAULT_TABLE_FORM, MAX_COLSPAN, TABLE_FORMS, TableCell, check_table_form, grid,
                                    table_plan, width)
 from tests.app.test_clean import assert_tokens_round_trip

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from littlebird.app import asking, documents, models, payloads, ui
+from littlebird.app import asking, models, payloads, ui
+from littlebird.documents import sources as documents
 from littlebird.app.explorer.cache import CAPTURES, capture_key
 from littlebird.app.explorer.capture import ReadingInputs, keeping_reading
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
@@ -21,12 +22,12 @@ from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure
                                            rollout_document)
 from littlebird.app.explorer.target import AnswerChoice, WindowChoice
 from littlebird.app.cancellation import Cancellation
-from littlebird.app.clean import clean_document
-from littlebird.app.errors import DocumentError
+from littlebird.documents.clean import clean_document
+from littlebird.documents.errors import DocumentError
 from littlebird.app.examples import choose_example, find_example, load_examples, web_pages
-from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
+from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
 from littlebird.app.qa import Answer, QAResult
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingOptions, ReadingStopped
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
@@ -587,7 +588,7 @@ BELLS = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700
 def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window_alone(settings):
     """The layer inputs kept while the reader reads, one window a pass or several (each row its own window),
     rebuild each layer's weights as a pass of the window alone computes them."""
-    from littlebird.app.documents import read_document
+    from littlebird.documents.sources import read_document
     from littlebird.app.explorer.window import window_attention
     from littlebird.reader import read
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.app.decode import decode_bytes, looks_like_html
-from littlebird.app.errors import DocumentError
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents.decode import decode_bytes, looks_like_html
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.upload import read_pasted_text, read_upload
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 

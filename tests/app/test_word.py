@@ -9,11 +9,11 @@ import zipfile
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.errors import DocumentError
-from littlebird.app.fetch import fetch_document
-from littlebird.app.upload import read_upload
-from littlebird.app.word import MAX_UNZIPPED_BYTES
+from littlebird.documents.clean import clean_document
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.fetch import fetch_document
+from littlebird.documents.upload import read_upload
+from littlebird.documents.word import MAX_UNZIPPED_BYTES
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.pdf_factories import word_file
 from tests.qa_factories import assert_linked
@@ -69,7 +69,7 @@ def test_a_word_files_pages_come_from_its_page_breaks_and_words_last_layout():
 
 
 def test_a_private_use_character_in_a_web_page_is_text_not_a_page():
-    from littlebird.app.decode import RawDocument
+    from littlebird.documents.decode import RawDocument
 
     page = "<html><body><p>Icons \ue000 stay</p><p>as they are.</p></body></html>"
     document = clean_document(RawDocument(page, True, "page.html", "utf-8"))

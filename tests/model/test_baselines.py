@@ -15,13 +15,13 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from littlebird.app import asking, models
-from littlebird.app.clean import clean_document
+from littlebird.documents.clean import clean_document
 from littlebird.app.explorer import plots as explorer_plots
 from littlebird.app.explorer.capture import ReadingInputs
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token
 from littlebird.app.explorer.window import window_attention
 from littlebird.app.qa import answer_question
-from littlebird.app.upload import read_pasted_text
+from littlebird.documents.upload import read_pasted_text
 from littlebird.baselines import (
     BaselineQAAdapter,
     convert_bert_to_bigbird_taper,

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from littlebird.app import asking
-from littlebird.app.errors import DocumentError
-from littlebird.app.limits import DEFAULT_MAX_CHARACTERS, Limits
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, Limits
 from littlebird import reader
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, ReadingOptions, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents

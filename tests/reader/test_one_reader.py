@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from littlebird.app.asking import DEFAULT_APP_READING, answer_document
-from littlebird.app.clean import clean_document
+from littlebird.documents.clean import clean_document
 from littlebird.app.examples import find_example
 from littlebird.app.qa import answer_question
-from littlebird.app.upload import read_pasted_text
+from littlebird.documents.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
 from littlebird.reader import (DEFAULT_MAX_WINDOWS, GLIMPSE_KEEP, GLIMPSE_TOKENS, MIN_WINDOWS_BEFORE_GIVING_UP,

@@ -12,10 +12,10 @@ import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from littlebird.app.clean import clean_document
-from littlebird.app.errors import DocumentError
+from littlebird.documents.clean import clean_document
+from littlebird.documents.errors import DocumentError
 from littlebird.app.qa import answer_question
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.answer_text import tidy_answer_span
 from littlebird.reader import ReadingOptions
 from tests.qa_factories import assert_linked, qa_tokenizer, tiny_model_for_tokenizer

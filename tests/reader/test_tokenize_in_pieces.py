@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument
 from littlebird.reader import piece_starts, tokenize_in_pieces
 from tests.encoder_toys import FAMILIES, write_toy_encoder
 from tests.qa_factories import qa_tokenizer

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.app.clean import clean_document
-from littlebird.app.decode import RawDocument
+from littlebird.documents.clean import clean_document
+from littlebird.documents.decode import RawDocument
 from littlebird.training.data import article_documents, encode_articles, load_corpus, read_squad
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.options import long_documents

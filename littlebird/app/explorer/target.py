@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from littlebird.app.clean import Document
+from littlebird.documents.clean import Document
 from littlebird.reader import Answer, WindowRecord
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ import numpy as np
 import trafilatura
 from lxml import etree, html as lxml_html
 
-from littlebird.app.decode import RawDocument, TextBlock
-from littlebird.app.errors import DocumentError
+from littlebird.documents.decode import RawDocument, TextBlock
+from littlebird.documents.errors import DocumentError
 from littlebird.language import detect_language
 from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, TableCell, check_table_form, glue_needed, plain,
                                    table_plan)
@@ -35,7 +35,7 @@ _ITEMS = {"item", "li"}
 _ROWS = {"row", "tr"}
 _CELLS = {"cell", "td", "th"}
 _BREAKS = {"lb", "br"}
-# Where a Word file's pages begin, as the Word reader (littlebird/app/word.py) marks them in its HTML: a
+# Where a Word file's pages begin, as the Word reader (littlebird/documents/word.py) marks them in its HTML: a
 # private-use character, honoured only in a Word file, so that no web page's text can move a page.
 PAGE_MARK = "\ue000"
 _BLOCKS = _HEADINGS | _PARAGRAPHS | _LISTS | _ITEMS | _ROWS | _CELLS | {"table", "tbody", "thead", "tfoot"}

@@ -1,6 +1,6 @@
 """PDF bytes -> the text lines of each page, with their font size and place: the part of reading a PDF that runs PDFium.
 
-It runs in a child process (``python littlebird/app/pdf_text.py < file.pdf``, started by :mod:`littlebird.app.pdf`)
+It runs in a child process (``python littlebird/documents/pdf_text.py < file.pdf``, started by :mod:`littlebird.documents.pdf`)
 under a memory and a time limit, because PDFium inflates compressed streams without bound: a 1 MB file can
 ask for gigabytes. So this file imports nothing of ``littlebird`` (whose package import loads torch), reads the
 PDF from standard input and writes one JSON object to standard output:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import charset_normalizer
 
-from littlebird.app.errors import DocumentError
+from littlebird.documents.errors import DocumentError
 from littlebird.language import HANGUL
 
 # Signatures of common binary formats people upload by mistake, with a name for the message.

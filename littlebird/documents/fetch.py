@@ -14,25 +14,21 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
-from littlebird.app.decode import RawDocument, decode_bytes, looks_like_html
-from littlebird.app.errors import DocumentError
-from littlebird.app.upload import MAX_FILE_BYTES, file_kind, read_file_bytes
+from littlebird.documents import formats
+from littlebird.documents.decode import RawDocument
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.formats import MAX_FILE_BYTES, MAX_TEXT_BYTES, Format
+from littlebird.documents.upload import read_file
 
 MAX_REDIRECTS = 5
 _REDIRECT_STATUSES = (301, 302, 303, 307, 308)
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-_TEXT_TYPES = ("text/plain", "text/markdown", "text/x-markdown")
-_FILE_TYPES = {"application/pdf": "pdf", "application/x-pdf": "pdf",
-               "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx"}
-_UNNAMED_TYPES = ("application/octet-stream", "binary/octet-stream", "application/download", "application/force-download")
 _HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Schemes written without "//"; anything else before a colon is a host with a port ("example.org:8080").
 _OPAQUE_SCHEME = re.compile(r"^(javascript|data|mailto|file|about|blob|vbscript|tel|urn):", re.IGNORECASE)
 _CHUNK = 65536
 _HEADERS = {
     "User-Agent": "LittleBirdQA/0.1 (document question answering)",
-    "Accept": "text/html,application/xhtml+xml,application/pdf,text/plain;q=0.9,text/markdown;q=0.9,"
-              "application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.8",
+    "Accept": formats.accept_header(),
     # Compressed bodies would need a second size limit after decompression; plain is simpler.
     "Accept-Encoding": "identity",
 }
@@ -194,22 +190,19 @@ def _read_body(conn, response, max_bytes: int, deadline: float, timeout: float, 
         chunks.append(chunk)
 
 
-def _content_kind(response, url: str) -> str | None:
-    """"html", "text", "pdf" or "docx" by the Content-Type; None when the server does not say, or says only
-    that it is binary (then the first bytes tell)."""
+def _content_format(response, url: str) -> Format | None:
+    """The format the Content-Type names; None when the server does not say, or says only that it is binary
+    (then the first bytes tell)."""
     if response.getheader("Content-Type") is None:
         return None
     content_type = response.headers.get_content_type()
-    if content_type in _HTML_TYPES:
-        return "html"
-    if content_type in _TEXT_TYPES:
-        return "text"
-    if content_type in _FILE_TYPES:
-        return _FILE_TYPES[content_type]
-    if content_type in _UNNAMED_TYPES:
+    if content_type in formats.UNNAMED_CONTENT_TYPES:
         return None
-    raise DocumentError(f"The address {url} gives a {content_type} file, not a web page. Only HTML and text pages, "
-                        "PDF and Word (.docx) files can be read.")
+    format = formats.by_content_type(content_type)
+    if format is None:
+        raise DocumentError(f"The address {url} gives a {content_type} file, not a web page. Only these can be "
+                            f"read: {formats.label_list()}.")
+    return format
 
 
 def _http_error(status: int, reason: str, url: str) -> DocumentError:
@@ -217,16 +210,17 @@ def _http_error(status: int, reason: str, url: str) -> DocumentError:
     return DocumentError(f"The server answered {status} {reason} for {url}. {hint}")
 
 
-def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0, max_bytes: int = 5_000_000,
+def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0, max_bytes: int = MAX_TEXT_BYTES,
                    max_file_bytes: int = MAX_FILE_BYTES) -> RawDocument:
-    """Download an HTML or text page, a PDF or a Word (.docx) file over http(s) and decode it.
+    """Download a page or file of any format in :data:`littlebird.documents.formats.FORMATS` over http(s) and
+    read it.
 
     Refuses (with a DocumentError whose message is for the user) other schemes, hosts that
     resolve to loopback (unless ``allow_local``), private, link-local, multicast or reserved
-    addresses, before and after every redirect; pages over ``max_bytes`` (PDF and Word files: over
+    addresses, before and after every redirect; pages over ``max_bytes`` (files of the other formats: over
     ``max_file_bytes``); other content types; and anything that takes longer than ``timeout`` seconds
-    in total. A PDF or Word file is told by its content type, or by its first bytes when the server
-    does not say.
+    in total. A file's format is told by its content type, or by its first bytes when the server does not say
+    or says otherwise.
     """
     start = time.perf_counter()
     deadline = start + timeout
@@ -244,9 +238,9 @@ def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0
                     continue
                 if not 200 <= response.status < 300:
                     raise _http_error(response.status, response.reason, target.url)
-                kind = _content_kind(response, target.url)
-                data = _read_body(conn, response, max_file_bytes if kind in ("pdf", "docx", None) else max_bytes,
-                                  deadline, timeout, target.host)
+                format = _content_format(response, target.url)
+                data = _read_body(conn, response, max_bytes if format is not None and format.is_text
+                                  else max_file_bytes, deadline, timeout, target.host)
                 charset = response.headers.get_content_charset()
             finally:
                 conn.close()
@@ -262,16 +256,13 @@ def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0
             raise DocumentError(f"The server {target.host} could not be reached ({error.strerror or error}).") from None
         if not data.strip():
             raise DocumentError(f"The page at {target.url} is empty.")
-        if file_kind(data, "") != "text":  # a PDF or Word file, whatever the server called it
-            kind = file_kind(data, "")
-        if kind in ("pdf", "docx"):
-            raw = read_file_bytes(data, kind, source=target.url)
-            raw.fetch_seconds = time.perf_counter() - start
-            return raw
-        if kind is None and len(data) > max_bytes:
+        named = format is not None
+        format = formats.by_first_bytes(data) or format  # a file, whatever the server called it
+        if format is None and len(data) > max_bytes:
             raise DocumentError(f"The page is larger than {max_bytes / 1e6:g} MB, the most this app reads. Please save "
                                 "the part you need and upload it.")
-        text, encoding = decode_bytes(data, declared=charset)
-        is_html = kind == "html" if kind is not None else looks_like_html(text)
-        return RawDocument(text=text, is_html=is_html, source=target.url, encoding=encoding, fetch_seconds=time.perf_counter() - start)
+        raw = read_file(data, format or formats.TEXT, source=target.url, declared=charset, sniff=not named,
+                        max_bytes=len(data))
+        raw.fetch_seconds = time.perf_counter() - start
+        return raw
     raise DocumentError(f"The address redirected more than {MAX_REDIRECTS} times. Please try the final page's address directly.")

@@ -1,7 +1,7 @@
 """Where a question's document comes from: a web address, an upload or a paste, cleaned once and cached.
 
 Asking a second question about the same text, file or (for ten minutes) web page reuses the cleaned
-:class:`~app.clean.Document`, so only the model runs again.
+:class:`~littlebird.documents.clean.Document`, so only the model runs again.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from littlebird.app.clean import Document, clean_document
-from littlebird.app.errors import DocumentError
-from littlebird.app.fetch import fetch_document
-from littlebird.app.limits import Limits, check_characters
-from littlebird.app.upload import read_pasted_text, read_upload
+from littlebird.documents import formats
+from littlebird.documents.clean import Document, clean_document
+from littlebird.documents.errors import DocumentError
+from littlebird.documents.fetch import fetch_document
+from littlebird.documents.limits import Limits, check_characters
+from littlebird.documents.upload import read_pasted_text, read_upload
 
 SOURCES = ("paste", "url", "upload")
 _DOCUMENTS_KEPT = 16
@@ -61,7 +62,7 @@ def read_document(
         key: tuple = ("url", url)
     elif source == "upload":
         if not upload:
-            raise DocumentError("Please upload a file (.pdf, .docx, .html, .htm, .txt or .md) first.")
+            raise DocumentError(f"Please upload a file ({formats.suffix_list()}) first.")
         stat = Path(upload).stat()
         key = ("upload", str(upload), stat.st_size, stat.st_mtime_ns)
     else:

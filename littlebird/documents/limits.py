@@ -17,8 +17,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from littlebird.app.decode import RawDocument
-from littlebird.app.errors import DocumentError
+from littlebird.documents.decode import RawDocument
+from littlebird.documents.errors import DocumentError
 
 # A million characters is about 250K English or 400K Korean tokens: tokenized and ranked in a few
 # seconds on 2 cores, held in a few hundred MB (benchmarks/load_test.py measures the peak).

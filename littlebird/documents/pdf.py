@@ -1,11 +1,11 @@
 """PDF bytes -> RawDocument: paragraphs and headings in reading order, each piece of text with its page.
 
-PDFium (through pypdfium2, in a child process under a memory and time limit: :mod:`littlebird.app.pdf_text`)
+PDFium (through pypdfium2, in a child process under a memory and time limit: :mod:`littlebird.documents.pdf_text`)
 gives each page's text lines with their font size and place. Here they become a document a reader would
 recognise: lines that repeat at the top or bottom of most pages (running heads, footers, page numbers) go,
 lines join into paragraphs (a hyphen that only split a word at a line's end goes too), a paragraph cut by a
 page break continues on the next page, and lines set larger than the body text, or named by the PDF's
-outline, become headings. :func:`littlebird.app.clean.clean_document` writes the blocks with the offsets where
+outline, become headings. :func:`littlebird.documents.clean.clean_document` writes the blocks with the offsets where
 each page starts in the shown text (``Document.page_starts``).
 """
 
@@ -22,8 +22,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from littlebird.app.decode import RawDocument, TextBlock
-from littlebird.app.errors import DocumentError
+from littlebird.documents import formats
+from littlebird.documents.decode import RawDocument, TextBlock
+from littlebird.documents.errors import DocumentError
 
 MAX_PDF_PAGES = 2000
 PDF_SECONDS = 20.0  # reading the text layer; a page of text takes a few milliseconds
@@ -38,7 +39,7 @@ _SOFT_HYPHENS = ("\xad", "\x02")  # PDFium marks a hyphen it knows split a word 
 
 @dataclass
 class Line:
-    """One text line of a page as :mod:`littlebird.app.pdf_text` reports it (places in points, y upwards)."""
+    """One text line of a page as :mod:`littlebird.documents.pdf_text` reports it (places in points, y upwards)."""
 
     text: str
     size: float | None
@@ -51,7 +52,7 @@ class Line:
 
 def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
                    memory_bytes: int = PDF_MEMORY_BYTES) -> dict:
-    """Run :mod:`littlebird.app.pdf_text` on ``data`` in a child process, bounded in memory and time.
+    """Run :mod:`littlebird.documents.pdf_text` on ``data`` in a child process, bounded in memory and time.
 
     Returns its JSON object; raises DocumentError, in words for the user, for a PDF that takes longer than
     ``seconds``, needs more than ``memory_bytes``, or crashes PDFium.
@@ -236,7 +237,7 @@ def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, second
     start = time.perf_counter()
     if not data.lstrip()[:1024].startswith(b"%PDF") and b"%PDF-" not in data[:1024]:
         raise DocumentError(f"{source} is not a PDF: it does not start as one. If it is another kind of document, "
-                            "please give it its own extension (.html, .txt, .md, .docx).")
+                            f"please give it its own extension ({', '.join(formats.suffixes())}).")
     extracted = read_pdf_lines(data, max_pages=max_pages, seconds=seconds, memory_bytes=memory_bytes)
     error = extracted.get("error")
     if error == "password":

@@ -11,9 +11,9 @@ import zipfile
 from lxml import etree
 from lxml import html as lxml_html
 
-from littlebird.app.clean import PAGE_MARK
-from littlebird.app.decode import RawDocument
-from littlebird.app.errors import DocumentError
+from littlebird.documents.clean import PAGE_MARK
+from littlebird.documents.decode import RawDocument
+from littlebird.documents.errors import DocumentError
 
 MAX_UNZIPPED_BYTES = 200_000_000  # what a .docx's parts may inflate to, all together: a zip bomb is refused
 _STYLE_MAP = "p[style-name='Title'] => h1:fresh\np[style-name='Subtitle'] => h2:fresh"  # mammoth's are <p>
@@ -26,7 +26,7 @@ _PAGE_MARK_RUN = b"<w:t>" + PAGE_MARK.encode("utf-8") + b"</w:t>"
 
 
 def read_docx(data: bytes, *, source: str) -> RawDocument:
-    """The .docx file ``data`` as HTML for :func:`littlebird.app.clean.clean_document`.
+    """The .docx file ``data`` as HTML for :func:`littlebird.documents.clean.clean_document`.
 
     Raises DocumentError, with a sentence for the user, for a password-protected or old-format (.doc) file,
     one that is not a Word document or is damaged, and one whose parts inflate past MAX_UNZIPPED_BYTES.
