@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from littlebird.assets import asset_path
+from littlebird.documents import formats
 
 EXAMPLES_DIR = asset_path("examples")
 LANGUAGES = ("en", "ko")
@@ -40,7 +41,8 @@ class Example:
     @property
     def is_page(self) -> bool:
         """An HTML page, which the UI pastes; otherwise a file (a PDF), which it uploads."""
-        return self.path.suffix.lower() in (".html", ".htm")
+        format = formats.by_suffix(self.path.suffix)
+        return format is not None and format.markup
 
     def read_html(self) -> str:
         """The document's HTML source, as a user would paste it."""
