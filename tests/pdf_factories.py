@@ -52,6 +52,30 @@ def lines_pdf(pages: list[list[str]], *, size: float = 11, outline: tuple[str, .
     return bytes(pdf.output())
 
 
+def table_pdf(title: str, before: str, rows: list[tuple[str, ...]], after: str = "") -> bytes:
+    """A one-page PDF: a heading ``title`` set larger, the paragraph ``before``, a table of ``rows`` drawn with
+    ruled cells as fpdf2 draws them (each cell its own text, so PDFium joins a row's cells with spaces into one
+    line), and the paragraph ``after``."""
+    from fpdf.fonts import FontFace
+
+    pdf = _pdf()
+    pdf.add_page()
+    pdf.set_font("body", size=16)
+    pdf.multi_cell(0, 9, title, new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("body", size=11)
+    pdf.multi_cell(0, 6, before, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(4)
+    with pdf.table(headings_style=FontFace()) as table:
+        for cells in rows:
+            row = table.row()
+            for cell in cells:
+                row.cell(cell)
+    if after:
+        pdf.ln(4)
+        pdf.multi_cell(0, 6, after, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
 def scanned_pdf(pages: int = 2) -> bytes:
     """A PDF of page images and no text layer, as a scanner makes."""
     from PIL import Image, ImageDraw

@@ -20,7 +20,7 @@ from lxml import etree, html as lxml_html
 from littlebird.documents.decode import RawDocument, TextBlock
 from littlebird.documents.errors import DocumentError
 from littlebird.language import detect_language
-from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, TableCell, check_table_form, glue_needed, plain,
+from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, Slot, TableCell, check_table_form, glue_needed, plain,
                                    table_plan)
 from littlebird.vocabulary import neutralize_special_strings
 
@@ -638,13 +638,60 @@ def _write_plain_table(writer: _Writer, rows: list[list[TableCell]], table_form:
 # --- documents with pages (PDF) ----------------------------------------------------------------
 
 
-def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int) -> tuple[_Writer, list[int]]:
-    """Headings and paragraphs as the HTML walker writes them, and where each of the ``n_pages`` pages starts in
-    the shown text (a page without text starts where the next does)."""
+def _write_text_table(writer: _Writer, rows: tuple[tuple[str, ...], ...], table_form: str, name: str) -> None:
+    """A table whose cells arrive as text (a PDF's): each row on a line of the shown text, its cells apart by
+    " | ", and in the model text as ``table_form`` writes it (:func:`littlebird.table_text.table_plan`)."""
+    number = writer.tables
+    writer.tables += 1
+    cells = [[TableCell(text, text) for text in row] for row in rows]
+    if table_form == "tags":
+        writer.tag("<table>")
+        plans = [[Piece("tag", "<tr>")] + [piece for cell in row if cell.text.strip()
+                                           for piece in (Piece("tag", "<td>"), Piece("cell", slot=Slot(cell, 0, 1, True)))]
+                 for row in cells]
+    else:
+        plans = [pieces for _, pieces in table_plan(cells, table_form, name)]
+    for pieces in plans:
+        if not pieces:
+            continue
+        writer.ensure_break(1)
+        row_start, shown_cells = None, 0
+        for piece in pieces:
+            if piece.kind == "tag":
+                writer.tag(piece.text)
+            elif piece.kind == "label":
+                writer.label(piece.text)
+            elif piece.kind == "glue":
+                writer.glue(piece.text)
+            else:
+                if shown_cells:
+                    writer.shown_only(" | ")
+                shown_cells += 1
+                writer._model_separator()
+                writer.block_has_text = False
+                writer.inline(piece.slot.cell.content)
+            if row_start is None:  # a row opens with its tag token (<p> or <tr>)
+                row_start = len(writer.map) - len(piece.text)
+        writer.table_rows.append((number, row_start, len(writer.map)))
+
+
+def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int,
+                  table_form: str = DEFAULT_TABLE_FORM) -> tuple[_Writer, list[int]]:
+    """Headings, paragraphs and tables as the HTML walker writes them, and where each of the ``n_pages`` pages
+    starts in the shown text (a page without text starts where the next does)."""
     writer = _Writer()
     starts: list[int | None] = [None] * n_pages
+    last_heading = ""
     for block in blocks:
         writer.ensure_break(2)
+        if block.kind == "<table>":
+            page = block.pieces[0][1]
+            if starts[page - 1] is None:
+                starts[page - 1] = writer.shown_len
+            _write_text_table(writer, block.rows, table_form, last_heading)
+            continue
+        if block.kind != "<p>":
+            last_heading = plain("".join(text for text, _ in block.pieces))
         writer.tag(block.kind)
         for text, page in block.pieces:
             if starts[page - 1] is None:
@@ -675,7 +722,7 @@ def clean_document(raw: RawDocument, *, table_form: str = DEFAULT_TABLE_FORM) ->
     source_text = raw.text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     page_starts: list[int] = []
     if raw.blocks is not None:
-        (writer, page_starts), title = _write_blocks(raw.blocks, raw.n_pages), raw.title
+        (writer, page_starts), title = _write_blocks(raw.blocks, raw.n_pages, table_form), raw.title
     elif raw.is_html:
         writer, title = _write_html(source_text, whole=raw.whole, table_form=table_form)
         if writer.page_breaks:  # a Word file with page breaks: each page starts where its first word does

@@ -53,15 +53,17 @@ _HTML_TAG = re.compile(r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|
 
 @dataclass(frozen=True)
 class TextBlock:
-    """A heading or paragraph of a document that arrives with its layout (a PDF).
+    """A heading, paragraph or table of a document that arrives with its layout (a PDF).
 
-    ``kind`` is the tag token it starts with ("<h1>", "<h2>" or "<p>"); ``pieces`` its text in order, each
-    with the page (from 1) it is on: a paragraph that a page break cuts has a piece on each page, and every
-    piece after the first starts with what separates it from the one before (a space, or nothing).
+    ``kind`` is the tag token it starts with ("<h1>", "<h2>", "<p>" or "<table>"); ``pieces`` its text in order,
+    each with the page (from 1) it is on: a paragraph that a page break cuts has a piece on each page, and every
+    piece after the first starts with what separates it from the one before (a space, or nothing). A table has
+    ``rows``, each a tuple of its cells' text ("" for an empty cell), and one piece: its rows as lines.
     """
 
     kind: str
     pieces: tuple[tuple[str, int], ...]
+    rows: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass

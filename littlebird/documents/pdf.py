@@ -48,6 +48,7 @@ class Line:
     left: float | None
     right: float | None
     page: int  # from 1
+    cells: list[list] | None = None  # a table row's cells: [start, end, left, right] of each in ``text``
 
 
 def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
@@ -82,8 +83,77 @@ def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: floa
 def _lines(extracted: dict) -> list[list[Line]]:
     """The pages' lines; where PDFium joined a word split by a hyphen at a line's end (marking the hyphen
     U+FFFE), the word is whole again."""
-    return [[Line(text.replace("\ufffe", ""), *places, page=number) for text, *places in page]
-            for number, page in enumerate(extracted["pages"], start=1)]
+    pages = []
+    for number, page in enumerate(extracted["pages"], start=1):
+        lines = []
+        for text, *places in page:
+            cells = places[5] if len(places) > 5 else None
+            if cells and "\ufffe" in text:  # the offsets count the mark: this line is prose, not a row
+                cells = None
+            lines.append(Line(text.replace("\ufffe", ""), *places[:5], page=number, cells=cells))
+        pages.append(lines)
+    return pages
+
+
+MIN_TABLE_LINES = 3  # a header and two rows, or three rows: two lines of spaced words are too few to tell a table
+
+
+def _row_columns(line: Line, columns: list[tuple[float, float]]) -> list[int] | None:
+    """The column (an index of ``columns``, each a [left, right] extent) each of ``line``'s cells stands in, or
+    None when the line does not fit them: a cell outside them, or two cells in one."""
+    placed = []
+    for _, _, left, right in line.cells:
+        middle = (left + right) / 2
+        inside = [k for k, (a, b) in enumerate(columns) if a - line.size <= middle <= b + line.size]
+        overlapping = inside or [k for k, (a, b) in enumerate(columns) if left < b and right > a]
+        if len(overlapping) != 1 or overlapping[0] in placed:
+            return None
+        placed.append(overlapping[0])
+    return placed if placed == sorted(placed) else None
+
+
+def table_runs(lines: list[Line]) -> list[tuple[int, int, list[tuple[float, float]]]]:
+    """The tables among ``lines`` (one page's, in reading order): runs of at least MIN_TABLE_LINES consecutive
+    lines of one size, each of two or more cells, whose cells stand in the columns of the run's widest line.
+    Each run as ``(first, end, columns)``: ``lines[first:end]`` and the columns' extents, left to right."""
+    runs, index = [], 0
+    while index < len(lines):
+        line = lines[index]
+        if not line.cells or line.size is None:
+            index += 1
+            continue
+        end = index
+        while (end < len(lines) and lines[end].cells and lines[end].size is not None
+               and abs(lines[end].size - line.size) <= 0.5 and lines[end].page == line.page):
+            end += 1
+        widest = max(lines[index:end], key=lambda candidate: len(candidate.cells))
+        columns = [(left, right) for _, _, left, right in widest.cells]
+        fits = end
+        for position in range(index, end):
+            if _row_columns(lines[position], columns) is None:
+                fits = position
+                break
+        if fits - index >= MIN_TABLE_LINES:
+            for position in range(index, fits):  # every row's cells widen the columns they stand in
+                for column, (_, _, left, right) in zip(_row_columns(lines[position], columns), lines[position].cells):
+                    columns[column] = (min(columns[column][0], left), max(columns[column][1], right))
+            runs.append((index, fits, columns))
+            index = fits
+        else:
+            index = max(fits, index + 1)
+    return runs
+
+
+def _table_block(lines: list[Line], columns: list[tuple[float, float]]) -> TextBlock:
+    """A table's lines as a block: each line a row of one cell per column ("" where it has none)."""
+    rows = []
+    for line in lines:
+        row = [""] * len(columns)
+        for column, (start, end, _, _) in zip(_row_columns(line, columns), line.cells):
+            row[column] = line.text[start:end]
+        rows.append(tuple(row))
+    text = "\n".join(" | ".join(cell for cell in row if cell) for row in rows)
+    return TextBlock("<table>", ((text, lines[0].page),), rows=tuple(rows))
 
 
 def _furniture_key(line: Line) -> tuple[str, int | None]:
@@ -196,8 +266,14 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
     pages = _lines(extracted)
     body = _body_size([line for lines in pages for line in lines])
     pages = drop_furniture(pages, body, extracted.get("heights"))
+    tables = {}  # id of a table's first line -> (its lines, its columns)
+    for lines in pages:
+        for first, end, columns in table_runs(lines):
+            tables[id(lines[first])] = (lines[first:end], columns)
+    in_table = {id(line) for rows, _ in tables.values() for line in rows}
     every = [line for lines in pages for line in lines]
-    headings = _heading_levels(every, body, extracted.get("outline") or [])
+    headings = {key: level for key, level in _heading_levels(every, body, extracted.get("outline") or []).items()
+                if key not in in_table}
     body_lines = [line for line in every if id(line) not in headings and line.size == body]
     gaps = [gap for gap in map(_gap, body_lines, body_lines[1:]) if gap is not None and abs(gap) < 3 * body]
     gap = statistics.median(gaps) if gaps else None
@@ -206,6 +282,13 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
     blocks: list[TextBlock] = []
     kind, pieces, previous = None, [], None
     for line in every:
+        if id(line) in in_table:
+            if id(line) in tables:
+                if pieces:
+                    blocks.append(TextBlock(kind, tuple(pieces)))
+                kind, pieces, previous = None, [], None
+                blocks.append(_table_block(*tables[id(line)]))
+            continue
         heading = headings.get(id(line))
         if heading is None and kind == "<p>" and previous is not None and _joins(previous, line, gap, right_edge):
             last_text, last_page = pieces[-1]

@@ -7,8 +7,10 @@ PDF from standard input and writes one JSON object to standard output:
 
 ``{"pages": [[line, ...], ...], "heights": [[bottom, top], ...], "outline": [[level, title, page], ...],
 "title": str | null}`` where a line is ``[text, font size, top, bottom, left, right]`` (points, y growing upwards;
-sizes and places are null when PDFium's text and its characters do not line up) and ``heights`` gives each page's
-extent (its media box), or ``{"error": "password" | "damaged" | "pages", "pages": N}``.
+sizes and places are null when PDFium's text and its characters do not line up), followed, for a line whose words
+stand apart in two or more groups (a table's row: PDFium joins its cells with one space), by
+``[[start, end, left, right], ...]``, each group's characters in the text and its extent; ``heights`` gives each
+page's extent (its media box), or the object is ``{"error": "password" | "damaged" | "pages", "pages": N}``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_raw
 
 _LINE = re.compile(r"[^\r\n]+")
+_CELL_GAP = 1.0  # white space between two words, in font sizes, that parts a table's cells: a word space is ~0.3
+_SPREAD = 0.6  # a line at least this many font sizes wide per character is looked at for cells
 
 
 def _line_geometry(textpage, first: int, last: int) -> tuple[float, float, float, float, float]:
@@ -31,6 +35,24 @@ def _line_geometry(textpage, first: int, last: int) -> tuple[float, float, float
     _, bottom_last, right, top_last = textpage.get_charbox(last)
     return round(sizes[1], 2), round(max(top_first, top_last), 2), round(min(bottom_first, bottom_last), 2), \
         round(left, 2), round(right, 2)
+
+
+def cell_groups(textpage, text: str, first: int, size: float) -> list[list] | None:
+    """The groups of words of the line ``text`` (its first character is the page's character ``first``) that
+    white space of at least ``_CELL_GAP`` font sizes parts: ``[[start, end, left, right], ...]``, or None for a
+    line of one group."""
+    groups, start = [], 0
+    for space in re.finditer(r" +", text):
+        before, after = first + space.start() - 1, first + space.end()
+        left_box, right_box = textpage.get_charbox(before), textpage.get_charbox(after)
+        if right_box[0] - left_box[2] >= _CELL_GAP * size:
+            groups.append([start, space.start()])
+            start = space.end()
+    if not groups:
+        return None
+    groups.append([start, len(text)])
+    return [[a, b, round(textpage.get_charbox(first + a)[0], 2), round(textpage.get_charbox(first + b - 1)[2], 2)]
+            for a, b in groups]
 
 
 def page_lines(page) -> list[list]:
@@ -50,7 +72,12 @@ def page_lines(page) -> list[list]:
             if aligned:
                 first = start + (len(piece) - len(piece.lstrip()))
                 last = start + len(piece.rstrip()) - 1
-                lines.append([stripped, *_line_geometry(textpage, first, last)])
+                geometry = _line_geometry(textpage, first, last)
+                size, left, right = geometry[0], geometry[3], geometry[4]
+                # A line of prose takes about half its font size per character; only a wider one can hold cells apart.
+                spread = size and " " in stripped and right - left >= _SPREAD * size * len(stripped)
+                groups = cell_groups(textpage, stripped, first, size) if spread else None
+                lines.append([stripped, *geometry] + ([groups] if groups else []))
             else:
                 lines.append([stripped, None, None, None, None, None])
         return lines

@@ -12,7 +12,7 @@ import pytest
 
 from littlebird.app.asking import answer_document
 from littlebird.cli import main
-from tests.pdf_factories import branch_fact, report_pdf, word_file
+from tests.pdf_factories import branch_fact, report_pdf, table_pdf, word_file
 from tests.ui_support import serve_directory
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
@@ -35,8 +35,9 @@ FERRY_ROWS = [("Line", "From", "To", "First sailing", "Crossing time"),
               ("C", "Southbay", "Northhaven", "08:15", "55 minutes"),
               ("D", "Port Elma", "Gull Island", "09:00", "25 minutes"),
               ("E", "Northhaven", "Gull Island", "10:30", "40 minutes")]
+FERRY_TEXT = "The ferry company runs five lines between the harbours of the islands. Tickets are sold on board."
 FERRIES = word_file("Island ferries", [
-    ("p", "The ferry company runs five lines between the harbours of the islands. Tickets are sold on board."),
+    ("p", FERRY_TEXT),
     ("table", FERRY_ROWS),
 ])
 
@@ -48,6 +49,7 @@ def files(tmp_path_factory):
         (folder / f"report-{language}.pdf").write_bytes(report_pdf(language))
     (folder / "harbour.docx").write_bytes(HARBOUR)
     (folder / "ferries.docx").write_bytes(FERRIES)
+    (folder / "ferries.pdf").write_bytes(table_pdf("Island ferries", FERRY_TEXT, FERRY_ROWS))
     with serve_directory(folder) as base:
         yield folder, base
 
@@ -91,12 +93,14 @@ def test_ask_prints_the_answer_and_its_page(files, capsys):
     assert lines[3].endswith("page 23")  # the n-best list gives each answer's page
 
 
-def test_a_word_timetable_is_answered_from_the_right_row(files, capsys):
+@pytest.mark.parametrize("name", ["ferries.docx", "ferries.pdf"])
+def test_a_timetable_is_answered_from_the_right_row(files, capsys, name):
     """Each row reaches the model as a sentence of its cells after their headers ("From: Port Elma; To:
-    Northhaven; ...; Crossing time: 1 hour 20 minutes."), so the question finds row B, not another crossing."""
+    Northhaven; ...; Crossing time: 1 hour 20 minutes."), so the question finds row B, not another crossing: in a
+    Word file's table, and in a PDF's, whose text layer gives each row as one line of its cells."""
     folder, _ = files
     question = "How long does the crossing from Port Elma to Northhaven take?"
-    assert main(["ask", str(folder / "ferries.docx"), question, "--model", CHECKPOINT, "--json"]) == 0
+    assert main(["ask", str(folder / name), question, "--model", CHECKPOINT, "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["answer"] == "1 hour 20 minutes" and not payload["no_answer"]
     line = payload["text"][: payload["start"]].rsplit("\n", 1)[-1] + payload["answer"]

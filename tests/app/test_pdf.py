@@ -16,7 +16,7 @@ from littlebird.documents.pdf import MAX_PDF_PAGES
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.pdf_factories import (branch_fact, inflation_bomb, lines_pdf, locked_pdf, page_count_bomb, report,
-                                 report_pdf, scanned_pdf)
+                                 report_pdf, scanned_pdf, table_pdf)
 from tests.qa_factories import assert_linked
 from tests.ui_support import serve_directory
 
@@ -54,6 +54,44 @@ def test_report_reads_as_headings_and_paragraphs_with_its_pages(reports, languag
 def test_every_model_token_links_to_the_shown_text(reports, language):
     assert_linked(reports[language])
     assert_tokens_round_trip(reports[language])
+
+
+HARBOURS = [("Harbour", "Opened", "Berths", "Depth at low tide"),
+            ("Riverton", "1871", "14", "6.5 metres"),
+            ("Saltmarsh", "1902", "", "4 metres"),  # an empty cell
+            ("Gull Point", "1930", "6", "3.2 metres")]
+
+
+@pytest.mark.parametrize("table_form", ["named-rows", "tags"])
+def test_a_table_in_a_pdf_reads_row_by_row_as_a_web_page_table_does(table_form):
+    """PDFium gives each row of a table as one line of its cells; their places on the page part the cells again,
+    so each row reaches the model as its cells after their headers, named by the heading above the table."""
+    raw = read_upload(table_pdf("Harbours of the coast", "Four harbours serve the coast.", HARBOURS,
+                                "Each harbour keeps a lifeboat."), filename="harbours.pdf")
+    assert [block.kind for block in raw.blocks] == ["<h2>", "<p>", "<table>", "<p>"]  # one heading size: <h2>
+    assert raw.blocks[2].rows == tuple(HARBOURS)
+    document = clean_document(raw, table_form=table_form)
+    assert "\n\nHarbour | Opened | Berths | Depth at low tide\nRiverton | 1871 | 14 | 6.5 metres\n" in document.text
+    assert "Saltmarsh | 1902 | 4 metres\n" in document.text
+    if table_form == "named-rows":
+        assert ("<p> Harbours of the coast, Harbour: Saltmarsh; Opened: 1902; Depth at low tide: 4 metres. <p> "
+                in document.model_text)
+    else:
+        assert "<table> <tr> <td> Harbour <td> Opened" in document.model_text
+    assert len(document.table_rows) == 4
+    assert_linked(document)
+    assert document.model_text.endswith("<p> Each harbour keeps a lifeboat.")
+
+
+def test_spaced_words_make_a_table_only_in_aligned_columns():
+    """Two lines of words set far apart are too few to tell a table, and lines whose groups of words do not stand
+    in the same columns are prose."""
+    two = table_pdf("Tides", "High and low water at Riverton.", [("High water", "06:12"), ("Low water", "12:30")])
+    assert "<table>" not in [block.kind for block in read_upload(two, filename="tides.pdf").blocks]
+    gap = " " * 30
+    ragged = lines_pdf([[f"Riverton{gap}harbour{gap}opened", f"in 1871 and has fourteen berths{gap[:10]}for boats",
+                         f"Saltmarsh{gap}harbour{gap}opened"]])
+    assert "<table>" not in [block.kind for block in read_upload(ragged, filename="ragged.pdf").blocks]
 
 
 def test_lines_join_into_paragraphs_across_hyphens_and_page_breaks():
