@@ -21,6 +21,7 @@ from littlebird.documents.formats import MAX_FILE_BYTES, MAX_TEXT_BYTES, Format
 from littlebird.documents.upload import read_file
 
 MAX_REDIRECTS = 5
+FETCH_SECONDS = 10.0  # a page or file and every redirect before it, all together
 _REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 _HAS_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # Schemes written without "//"; anything else before a colon is a host with a port ("example.org:8080").
@@ -210,7 +211,8 @@ def _http_error(status: int, reason: str, url: str) -> DocumentError:
     return DocumentError(f"The server answered {status} {reason} for {url}. {hint}")
 
 
-def fetch_document(url: str, *, allow_local: bool = False, timeout: float = 10.0, max_bytes: int = MAX_TEXT_BYTES,
+def fetch_document(url: str, *, allow_local: bool = False, timeout: float = FETCH_SECONDS,
+                   max_bytes: int = MAX_TEXT_BYTES,
                    max_file_bytes: int = MAX_FILE_BYTES) -> RawDocument:
     """Download a page or file of any format in :data:`littlebird.documents.formats.FORMATS` over http(s) and
     read it.
