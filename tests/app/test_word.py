@@ -13,7 +13,7 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.fetch import fetch_document
 from littlebird.documents.upload import read_upload
-from littlebird.documents.word import MAX_UNZIPPED_BYTES
+from littlebird.documents.archive import MAX_UNZIPPED_BYTES
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.pdf_factories import word_file
 from tests.qa_factories import assert_linked
