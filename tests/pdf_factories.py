@@ -227,7 +227,8 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
 
     def shape(id_: str, level: int | None) -> str:
         kind = "OUTLINE" if level is not None else "NONE"
-        return (f'<hh:paraPr id="{id_}" tabPrIDRef="0" condense="0"><hh:align horizontal="JUSTIFY" vertical="BASELINE"/>'
+        return (f'<hh:paraPr id="{id_}" tabPrIDRef="0" condense="0">'
+                '<hh:align horizontal="JUSTIFY" vertical="BASELINE"/>'
                 f'<hh:heading type="{kind}" idRef="0" level="{level or 0}"/></hh:paraPr>')
 
     header = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><hh:head {ns} version="1.4" secCnt="1">'

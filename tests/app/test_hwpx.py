@@ -134,7 +134,8 @@ def test_a_hangul_file_from_a_web_address_and_by_its_bytes(tmp_path):
     assert read_upload(FERRIES).encoding == "hwpx"
     # A Word file and a Hangul file are both ZIP archives: each is told by its own mark.
     assert formats.by_first_bytes(FERRIES).name == "hwpx"
-    assert formats.by_first_bytes(word_file("Harbour", [("p", "A Word file that mentions word/ and hwp.")])).name == "docx"
+    word = word_file("Harbour", [("p", "A Word file that mentions word/ and application/hwp+zip.")])
+    assert formats.by_first_bytes(word).name == "docx"
 
 
 def _zip_bomb() -> bytes:
@@ -193,8 +194,8 @@ _HWP = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1016) + b"HWP Document File".
     (b"", "empty.hwp", "The file is empty"),
     (_HWP, "report.hwp", "older binary format \\(.hwp\\), which this app does not read"),
     (_HWP[:1060] + b"\x02\0\0\0", "locked.hwp", "save it as .hwpx without a password"),
-], ids=["empty", "no-text", "password", "zip-bomb", "paragraphs", "characters", "truncated", "not-a-zip", "bad-xml", "bzip2", "a-docx",
-        "empty-hwp", "hwp", "password-hwp"])
+], ids=["empty", "no-text", "password", "zip-bomb", "paragraphs", "characters", "truncated", "not-a-zip",
+        "bad-xml", "bzip2", "a-docx", "empty-hwp", "hwp", "password-hwp"])
 def test_bad_hangul_files_are_refused_with_a_sentence_in_bounded_time(data, filename, message, tmp_path):
     _refused_in_time(data, filename, message)
     # Nothing is lost: the next document is read as before.
