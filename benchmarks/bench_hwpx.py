@@ -2,17 +2,19 @@
 
     python benchmarks/bench_hwpx.py FILE.hwpx FILE.hwp ... [--repeats 3] [--per-file]
 
-Each reader that is installed reads every file it takes (.hwpx, .hwp or both), in this process: python-hwpx
-(its HTML export), hwp-hwpx-parser (text and tables), rhwp-python (its document model's HTML), and pyhwp (.hwp
-only; AGPL, so never a dependency of the app). None of them is needed by the app; install those to compare
-(``pip install python-hwpx hwp-hwpx-parser rhwp-python pyhwp``). What is counted, for each reader over the files
-it read:
+Each reader that is installed reads every file it takes, in this process: for .hwpx, python-hwpx (its HTML
+export), hwp-hwpx-parser (text and tables) and rhwp-python (its document model's HTML); for .hwp, those two, pyhwp
+(AGPL, so never a dependency of the app) and rhwp-python's conversion to HWPX read by the app's reader. The app
+needs none of them: ``pip install python-hwpx hwp-hwpx-parser rhwp-python pyhwp`` to compare (olefile, which the
+last two bring, reads a .hwp's preview). rhwp-python 0.8.1's Linux wheel imports only with a newer FreeType than
+the one it bundles: ``LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libfreetype.so.6`` (DanMeon/rhwp-python#31). What is
+counted, for each reader over the files it read:
 
 - read: files read without an error (a refusal of the app counts as not read), of those whose preview has text;
 - text: the share of the words of Hangul's own text of the document's start (the preview, ``Preview/PrvText.txt``
   in a .hwpx, ``PrvText`` in a .hwp, its cells' marks aside) that the reader's text holds, as a multiset;
 - tables and spans: the tables in the output, and the cells in them that span rows or columns, against the
-  file's own (a .hwpx's ``hp:tbl`` and ``hp:cellSpan`` elements);
+  body's own (a .hwpx's ``hp:tbl`` and ``hp:cellSpan`` elements outside headers, footers and notes);
 - headings: the headings the output marks (HTML h1 to h6);
 - pages: the pages the reader gives (the app: where the file records them; rhwp: its own layout);
 - seconds: the median of ``--repeats`` reads, averaged over the files.
@@ -34,6 +36,7 @@ from importlib import metadata
 from pathlib import Path
 
 _CELL_MARKS = str.maketrans("<>", "  ")  # the preview writes each table cell as <its text>
+_NOT_BODY = {"header", "footer", "footNote", "endNote"}
 _BLOCKS = ("p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "td", "th", "tr", "caption", "br", "table")
 
 
@@ -96,6 +99,17 @@ def read_rhwp(path: Path) -> Output:
     return output
 
 
+def read_rhwp_then_littlebird(path: Path) -> Output:
+    """A .hwp converted to HWPX by rhwp-python, then read by the app's reader."""
+    import rhwp
+
+    from littlebird.documents.clean import PAGE_MARK
+    from littlebird.documents.hwpx import read_hwpx
+
+    html = read_hwpx(rhwp.parse(str(path)).to_hwpx_bytes(), source=path.name).text
+    return _html_counts(html, pages=1 + html.count(PAGE_MARK))
+
+
 def read_pyhwp(path: Path) -> Output:
     from contextlib import closing
 
@@ -116,6 +130,7 @@ READERS: dict[str, tuple[Callable[[Path], Output], str, str, tuple[str, ...]]] =
     "python-hwpx": (read_python_hwpx, "hwpx.tools.exporter", "python-hwpx", (".hwpx",)),
     "hwp-hwpx-parser": (read_hwp_hwpx_parser, "hwp_hwpx_parser", "hwp-hwpx-parser", (".hwpx", ".hwp")),
     "rhwp-python": (read_rhwp, "rhwp", "rhwp-python", (".hwpx", ".hwp")),
+    "rhwp-python, then littlebird": (read_rhwp_then_littlebird, "rhwp", "rhwp-python", (".hwp",)),
     "pyhwp": (read_pyhwp, "hwp5.hwp5html", "pyhwp", (".hwp",)),
 }
 
@@ -143,14 +158,28 @@ def preview_words(path: Path) -> Counter | None:
 
 
 def file_tables(path: Path) -> tuple[int, int] | None:
-    """The tables and spanning cells a .hwpx holds (None for a .hwp)."""
+    """The body's tables and spanning cells a .hwpx holds, those of headers, footers and notes aside (None for a
+    .hwp)."""
+    from lxml import etree
+
     if path.suffix.lower() != ".hwpx":
         return None
+    tables = spans = 0
     with zipfile.ZipFile(path) as archive:
-        xml = b"".join(archive.read(name) for name in archive.namelist()
-                       if re.fullmatch(r"Contents/section\d+\.xml", name))
-    spans = len(re.findall(rb'<hp:cellSpan colSpan="(?!1")|<hp:cellSpan colSpan="1" rowSpan="(?!1")', xml))
-    return xml.count(b"<hp:tbl "), spans
+        for name in archive.namelist():
+            if not re.fullmatch(r"Contents/section\d+\.xml", name):
+                continue
+            try:
+                root = etree.fromstring(archive.read(name))
+            except etree.XMLSyntaxError:  # a part encrypted with a password
+                continue
+            for table in root.iter("{*}tbl"):
+                if any(etree.QName(above).localname in _NOT_BODY for above in table.iterancestors()):
+                    continue
+                tables += 1
+                spans += sum(1 for span in table.iterfind("{*}tr/{*}tc/{*}cellSpan")
+                             if span.get("colSpan", "1") != "1" or span.get("rowSpan", "1") != "1")
+    return tables, spans
 
 
 @dataclass
@@ -210,7 +239,9 @@ def measure(paths: list[Path], repeats: int, per_file: bool) -> dict[str, Tally]
             if per_file:
                 print(f"  {name:18s} {path.name[:40]:40s} {statistics.median(seconds):7.3f} s  tables {output.tables}"
                       f"  spans {output.spans}  headings {output.headings}  pages {output.pages}")
-    print(f"\n{len(paths)} files; the .hwpx files' own tables: {truth_tables}, spanning cells: {truth_spans}")
+    print(f"\n{len(paths)} files")
+    if any(path.suffix.lower() == ".hwpx" for path in paths):
+        print(f"the .hwpx files' own tables in their bodies: {truth_tables}, spanning cells: {truth_spans}")
     return tallies
 
 
