@@ -110,6 +110,22 @@ def page_count_bomb(pages: int = 1_000_000, kids: int = 100_000) -> bytes:
     ])
 
 
+def zip_bomb(parts: dict[str, str]) -> bytes:
+    """An office file's ZIP archive: ``parts`` (a "mimetype" stored, as an OpenDocument or Hangul file has it),
+    and a part that inflates to 10 MB more than the app unzips, from about 200 KB."""
+    from littlebird.documents.archive import MAX_UNZIPPED_BYTES
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in parts.items():
+            archive.writestr(name, content, compress_type=zipfile.ZIP_STORED if name == "mimetype" else None)
+        with archive.open("media/huge.bin", "w", force_zip64=True) as huge:
+            block = b"\0" * (1 << 20)
+            for _ in range(MAX_UNZIPPED_BYTES // len(block) + 10):
+                huge.write(block)
+    return buffer.getvalue()
+
+
 def word_file(title: str, blocks: list) -> bytes:
     """A .docx: ``title`` in Word's Title style, then each block: ("h1" | "h2" | "p" | "li", text),
     ("table", rows) with the first row as the header, ("page", None) for a page break the author types, or

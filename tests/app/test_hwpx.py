@@ -10,7 +10,6 @@ import zipfile
 import pytest
 
 from littlebird.documents import formats
-from littlebird.documents.archive import MAX_UNZIPPED_BYTES
 from littlebird.documents.clean import clean_document
 from littlebird.documents.fetch import fetch_document
 from littlebird.documents.hwpx import read_hwpx
@@ -18,7 +17,7 @@ from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.app.test_pdf import _refused_in_time
-from tests.pdf_factories import hangul_file, word_file
+from tests.pdf_factories import hangul_file, word_file, zip_bomb
 from tests.qa_factories import assert_linked
 from tests.ui_support import serve_directory
 
@@ -138,18 +137,6 @@ def test_a_hangul_file_from_a_web_address_and_by_its_bytes(tmp_path):
     assert formats.by_first_bytes(word).name == "docx"
 
 
-def _zip_bomb() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("mimetype", "application/hwp+zip", compress_type=zipfile.ZIP_STORED)
-        archive.writestr("Contents/section0.xml", "<hs:sec/>")
-        with archive.open("BinData/huge.bin", "w", force_zip64=True) as huge:
-            block = b"\0" * (1 << 20)
-            for _ in range(MAX_UNZIPPED_BYTES // len(block) + 10):
-                huge.write(block)
-    return buffer.getvalue()
-
-
 def _section(paragraphs: str) -> bytes:
     """A .hwpx whose one section holds ``paragraphs`` (hp:p elements) and nothing else."""
     buffer = io.BytesIO()
@@ -180,7 +167,8 @@ _HWP = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1016) + b"HWP Document File".
     (b"", "empty.hwpx", "The file is empty"),
     (hangul_file("", [("p", " "), ("table", [("", "")])]), "blank.hwpx", "No text was found in blank.hwpx"),
     (hangul_file("잠긴 문서", [("p", "암호가 걸린 글.")], encrypted=True), "locked.hwpx", "protected with a password"),
-    (_zip_bomb(), "bomb.hwpx", "unpacks to 210 MB, more than the 200 MB"),
+    (zip_bomb({"mimetype": "application/hwp+zip", "Contents/section0.xml": "<hs:sec/>"}), "bomb.hwpx",
+     "unpacks to 210 MB, more than the 200 MB"),
     # Under the zip-bomb bound, but more to read than a document has: 200,000 paragraphs in 9 MB of XML that packs
     # into 12 KB, and one paragraph of six million characters.
     (_section("<hp:p><hp:run><hp:t>가</hp:t></hp:run></hp:p>" * 200_000), "many.hwpx", "more than 50,000 paragraphs"),
