@@ -204,8 +204,9 @@ def build_demo(
                     with gr.Tab("URL", id="url") as url_tab:
                         url = gr.Textbox(label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url")
                     with gr.Tab("Upload", id="upload") as upload_tab:
-                        upload = gr.File(label=f"{formats.label_list()} file", file_types=list(formats.suffixes()),
-                                         type="filepath", elem_id="lb-upload")
+                        upload = gr.File(label=f"{formats.label_list()} file",
+                                         file_types=list(formats.upload_suffixes()), type="filepath",
+                                         elem_id="lb-upload")
                 for tab, name in ((paste_tab, "paste"), (url_tab, "url"), (upload_tab, "upload")):
                     tab.select(lambda name=name: name, None, source, api_visibility="private", queue=False)
 

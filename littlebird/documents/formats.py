@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from littlebird.documents.decode import RawDocument
+from littlebird.documents.errors import DocumentError
 
 MAX_TEXT_BYTES = 5_000_000  # an HTML, text or Markdown file or page: its text is all there is
-MAX_FILE_BYTES = 50_000_000  # a PDF, Word file or picture: pictures and fonts make these far larger than their text
+MAX_FILE_BYTES = 50_000_000  # a PDF, Word or Hangul file: pictures and fonts make these far larger than their text
+_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the container of .hwp, old .doc and password-protected Office files
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class Format:
     first bytes that tell it without a name, with ``holds`` (bytes within the first 64 KB) where a container
     (a ZIP archive) needs them too. ``reader`` names the function that reads its bytes ("module:function",
     imported only when a file of the format arrives); None for the formats that are decoded as text, which
-    ``markup`` says is HTML or not. ``max_bytes`` is the largest file of the format that is read.
+    ``markup`` says is HTML or not. ``max_bytes`` is the largest file of the format that is read. ``refusal`` is
+    set for a format that is recognised but not read: the sentence (with ``{source}``) that says why and what to
+    do instead; such a format is left out of the lists the help texts give.
     """
 
     name: str
@@ -40,14 +44,18 @@ class Format:
     reader: str | None = None
     markup: bool = False
     max_bytes: int = MAX_FILE_BYTES
+    refusal: str | None = None
 
     @property
     def is_text(self) -> bool:
         """True for the formats decoded as text (HTML, text, Markdown)."""
-        return self.reader is None
+        return self.reader is None and self.refusal is None
 
     def read(self, data: bytes, *, source: str) -> RawDocument:
-        """The file ``data`` as a RawDocument, by the format's reader (not for the text formats)."""
+        """The file ``data`` as a RawDocument, by the format's reader (not for the text formats). Raises
+        DocumentError with the format's refusal for a format that is not read."""
+        if self.refusal is not None:
+            raise DocumentError(self.refusal.format(source=source))
         if self.reader is None:
             raise ValueError(f"{self.name} is decoded as text; it has no reader")
         module, function = self.reader.split(":")
@@ -67,6 +75,15 @@ FORMATS: tuple[Format, ...] = (
     Format("docx", "Word (.docx)", (".docx",),
            ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
            starts=(b"PK\x03\x04",), holds=b"word/", reader="littlebird.documents.word:read_docx"),
+    Format("hwpx", "Hangul (.hwpx)", (".hwpx",), ("application/hwp+zip", "application/vnd.hancom.hwpx"),
+           starts=(b"PK\x03\x04",), holds=b"application/hwp+zip", reader="littlebird.documents.hwpx:read_hwpx"),
+    # HWP 5 is a binary format that no permissively licensed library reads well yet (docs/architecture.md).
+    Format("hwp", "Hangul (.hwp)", (".hwp",), ("application/x-hwp", "application/haansofthwp",
+                                               "application/vnd.hancom.hwp"),
+           starts=(_OLE,), holds=b"HWP Document File",
+           refusal="{source} is a Hangul file in the older binary format (.hwp), which this app does not read. "
+                   "Please open it in Hangul, save it as .hwpx without a password (파일 > 다른 이름으로 저장, "
+                   "파일 형식 HWPX) and upload that."),
     Format("html", "HTML", (".html", ".htm"), ("text/html", "application/xhtml+xml"), markup=True,
            max_bytes=MAX_TEXT_BYTES),
     Format("text", "text", (".txt",), ("text/plain",), max_bytes=MAX_TEXT_BYTES),
@@ -80,6 +97,11 @@ UNNAMED_CONTENT_TYPES = ("application/octet-stream", "binary/octet-stream", "app
 
 def suffixes() -> tuple[str, ...]:
     """Every file name ending that is read (".pdf", ".docx", ...), in the order of :data:`FORMATS`."""
+    return tuple(suffix for format in FORMATS if format.refusal is None for suffix in format.suffixes)
+
+
+def upload_suffixes() -> tuple[str, ...]:
+    """The endings an upload box takes: those read, and those recognised so that their refusal can say what to do."""
     return tuple(suffix for format in FORMATS for suffix in format.suffixes)
 
 
@@ -96,8 +118,11 @@ def by_content_type(content_type: str) -> Format | None:
 
 
 def by_first_bytes(data: bytes) -> Format | None:
-    """The file format ``data`` starts as (a PDF, a Word file, ...), or None for text and anything unknown."""
-    return next((format for format in FORMATS if not format.is_text and format.recognises(data)), None)
+    """The file format ``data`` starts as (a PDF, a Word file, ...), or None for text and anything unknown. Of two
+    containers that start alike (a .docx and a .hwpx are both ZIP archives), the one whose mark comes first: a
+    .hwpx's is its first part."""
+    found = [format for format in FORMATS if not format.is_text and format.recognises(data)]
+    return min(found, key=lambda format: data.find(format.holds) if format.holds else -1, default=None)
 
 
 def _either(words: list[str]) -> str:
@@ -105,13 +130,13 @@ def _either(words: list[str]) -> str:
 
 
 def suffix_list() -> str:
-    """The endings as a sentence lists them: ".pdf, .docx, .html, .htm, .txt or .md"."""
+    """The endings read, as a sentence lists them: ".pdf, .docx, .hwpx, .html, .htm, .txt or .md"."""
     return _either(list(suffixes()))
 
 
 def label_list() -> str:
-    """The formats as a sentence names them: "PDF, Word (.docx), HTML, text or Markdown"."""
-    return _either([format.label for format in FORMATS])
+    """The formats read, as a sentence names them: "PDF, Word (.docx), Hangul (.hwpx), HTML, text or Markdown"."""
+    return _either([format.label for format in FORMATS if format.refusal is None])
 
 
 def accept_header() -> str:
@@ -119,5 +144,6 @@ def accept_header() -> str:
     types = [type_ for format in FORMATS if format.markup for type_ in format.content_types]
     types += [f"{type_};q=0.9" for format in FORMATS if format.is_text and not format.markup
               for type_ in format.content_types]
-    types += [f"{type_};q=0.8" for format in FORMATS if not format.is_text for type_ in format.content_types]
+    types += [f"{type_};q=0.8" for format in FORMATS if not format.is_text and format.refusal is None
+              for type_ in format.content_types]
     return ",".join(types)

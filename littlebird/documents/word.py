@@ -11,11 +11,11 @@ import zipfile
 from lxml import etree
 from lxml import html as lxml_html
 
+from littlebird.documents.archive import open_archive
 from littlebird.documents.clean import PAGE_MARK
 from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 
-MAX_UNZIPPED_BYTES = 200_000_000  # what a .docx's parts may inflate to, all together: a zip bomb is refused
 _STYLE_MAP = "p[style-name='Title'] => h1:fresh\np[style-name='Subtitle'] => h2:fresh"  # mammoth's are <p>
 _OLE = b"\xd0\xcf\x11\xe0"  # the container of old .doc files and of password-protected Office files
 # Where a page begins: Word's own mark of its last layout (written when Word saves) and a page break typed by the
@@ -29,23 +29,16 @@ def read_docx(data: bytes, *, source: str) -> RawDocument:
     """The .docx file ``data`` as HTML for :func:`littlebird.documents.clean.clean_document`.
 
     Raises DocumentError, with a sentence for the user, for a password-protected or old-format (.doc) file,
-    one that is not a Word document or is damaged, and one whose parts inflate past MAX_UNZIPPED_BYTES.
+    one that is not a Word document or is damaged, and a zip bomb (:func:`littlebird.documents.archive.open_archive`).
     """
     if data.startswith(_OLE):
         raise DocumentError(f"{source} is protected with a password or saved in the old Word format (.doc), so its "
                             "text cannot be read. Please save it as a .docx without a password and upload that.")
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        unzipped = sum(member.file_size for member in archive.infolist())
-        if "word/document.xml" not in archive.namelist():
-            raise DocumentError(f"{source} is not a Word document: it has no word/document.xml. Please upload a "
-                                ".docx saved by Word, LibreOffice or Google Docs.")
-    except zipfile.BadZipFile:
-        raise DocumentError(f"{source} is not a Word document, or it is damaged: it is not a .docx archive. Please "
-                            "save or export it again and upload that.") from None
-    if unzipped > MAX_UNZIPPED_BYTES:
-        raise DocumentError(f"{source} unpacks to {unzipped / 1e6:,.0f} MB, more than the {MAX_UNZIPPED_BYTES / 1e6:g} "
-                            "MB this app reads. Please upload the part you need.")
+    archive = open_archive(data, source=source, not_archive=f"{source} is not a Word document, or it is damaged: "
+                           "it is not a .docx archive. Please save or export it again and upload that.")
+    if "word/document.xml" not in archive.namelist():
+        raise DocumentError(f"{source} is not a Word document: it has no word/document.xml. Please upload a .docx "
+                            "saved by Word, LibreOffice or Google Docs.")
     import mammoth
 
     try:

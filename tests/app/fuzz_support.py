@@ -38,6 +38,17 @@ def _docx() -> bytes:
                                   ("table", [("Harbour", "Opened"), ("Riverton", "1871")])])
 
 
+def _hwpx() -> bytes:
+    from tests.pdf_factories import hangul_file
+
+    return hangul_file("항구", [("h1", "리버턴 항구"), ("p", "리버턴 항구는 1871년에 열렸다."), ("page", None),
+                              ("table", [("항구", "개항"), (("리버턴", 1, 2), "1871"), ("1902",)])])
+
+
+def _hwp() -> bytes:  # the start of an HWP 5 file: its OLE container and the stream that names it
+    return b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1016) + b"HWP Document File".ljust(32, b"\0") + bytes(8)
+
+
 # A seed file of each format, made on the fly. A format without one fails the quick profile.
 SEEDS: dict[str, Callable[[], bytes]] = {
     "html": lambda: HTML.encode("utf-8"),
@@ -45,6 +56,8 @@ SEEDS: dict[str, Callable[[], bytes]] = {
     "markdown": lambda: MARKDOWN.encode("utf-8"),
     "pdf": _pdf,
     "docx": _docx,
+    "hwpx": _hwpx,
+    "hwp": _hwp,
 }
 
 

@@ -1,7 +1,7 @@
-"""The shipped checkpoint answers from PDF and Word files: a Korean and an English 32-page report, whose answers
-lie past the tenth page, and a Word file whose answer is in a table, through the /answer endpoint's function
-(by web address, as a client gives one) and ``littlebird ask``; each answer with its page (the Word file's from
-the page break before its table)."""
+"""The shipped checkpoint answers from PDF, Word and Hangul files: a Korean and an English 32-page report, whose
+answers lie past the tenth page, and a Word and a Hangul file whose answers are in a table, through the /answer
+endpoint's function (by web address, as a client gives one) and ``littlebird ask``; each answer with its page
+(the Word file's from the page break before its table)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from littlebird.app.asking import answer_document
 from littlebird.cli import main
-from tests.pdf_factories import branch_fact, report_pdf, table_pdf, word_file
+from tests.pdf_factories import branch_fact, hangul_file, report_pdf, table_pdf, word_file
 from tests.ui_support import serve_directory
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
@@ -41,6 +41,15 @@ FERRIES = word_file("Island ferries", [
     ("table", FERRY_ROWS),
 ])
 
+# The same timetable in Korean, as a Hangul file with a heading and prose before it: the answer in row 나.
+FERRIES_KO = hangul_file("섬 여객선 안내", [
+    ("h1", "운항 노선"),
+    ("p", "섬 여객선 회사는 섬의 항구들 사이에 다섯 노선을 운항한다. 표는 배에서 판다."),
+    ("table", [("노선", "출발", "도착", "첫 배", "소요 시간"), ("가", "동항", "남항", "06:30", "45분"),
+               ("나", "동항", "북항", "07:45", "1시간 20분"), ("다", "남항", "북항", "08:15", "55분"),
+               ("라", "동항", "갈매기섬", "09:00", "25분"), ("마", "북항", "갈매기섬", "10:30", "40분")]),
+])
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -50,6 +59,7 @@ def files(tmp_path_factory):
     (folder / "harbour.docx").write_bytes(HARBOUR)
     (folder / "ferries.docx").write_bytes(FERRIES)
     (folder / "ferries.pdf").write_bytes(table_pdf("Island ferries", FERRY_TEXT, FERRY_ROWS))
+    (folder / "ferries.hwpx").write_bytes(FERRIES_KO)
     with serve_directory(folder) as base:
         yield folder, base
 
@@ -105,3 +115,15 @@ def test_a_timetable_is_answered_from_the_right_row(files, capsys, name):
     assert payload["answer"] == "1 hour 20 minutes" and not payload["no_answer"]
     line = payload["text"][: payload["start"]].rsplit("\n", 1)[-1] + payload["answer"]
     assert line == "B | Port Elma | Northhaven | 07:45 | 1 hour 20 minutes"  # the answer stands in row B
+
+
+def test_a_hangul_timetable_is_answered_from_the_right_row(files, capsys):
+    """A Korean .hwpx: its table's rows reach the model as sentences as a Word file's do, so the question finds
+    row 나."""
+    folder, _ = files
+    question = "동항에서 북항까지 가는 배는 얼마나 걸리는가?"
+    assert main(["ask", str(folder / "ferries.hwpx"), question, "--model", CHECKPOINT, "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["answer"] == "1시간 20분" and not payload["no_answer"]
+    line = payload["text"][: payload["start"]].rsplit("\n", 1)[-1] + payload["answer"]
+    assert line == "나 | 동항 | 북항 | 07:45 | 1시간 20분"  # the answer stands in row 나

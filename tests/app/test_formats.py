@@ -28,7 +28,9 @@ def test_every_format_has_a_reader_or_is_text_and_its_own_suffixes():
         assert format.suffixes and all(suffix.startswith(".") and suffix == suffix.lower() for suffix in format.suffixes)
         assert not seen & set(format.suffixes), format.name  # no suffix belongs to two formats
         seen |= set(format.suffixes)
-        if not format.is_text:
+        if format.refusal is not None:  # recognised, to say why it is not read and what to do
+            assert format.reader is None and "{source}" in format.refusal
+        elif not format.is_text:
             module, function = format.reader.split(":")
             assert callable(getattr(importlib.import_module(module), function)), format.reader
             assert format.starts, f"{format.name}: a file format must be known by its first bytes too"
@@ -75,7 +77,7 @@ def test_the_help_the_refusals_and_the_upload_box_name_every_format(tmp_path):
 
     ui = pytest.importorskip("littlebird.app.ui")
     source = Path(ui.__file__).read_text(encoding="utf-8")
-    assert "file_types=list(formats.suffixes())" in source  # the upload box's own list is the registry's
+    assert "file_types=list(formats.upload_suffixes())" in source  # the upload box's own list is the registry's
 
 
 def read_toy(data: bytes, *, source: str) -> RawDocument:

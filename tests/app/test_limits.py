@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.documents import fetch, formats, limits, pdf, word
+from littlebird.documents import fetch, formats, hwpx, limits, pdf, word
 from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_upload
@@ -31,6 +31,7 @@ LIMIT_NAME = re.compile(r"^(DEFAULT_)?(MAX|MIN)_[A-Z0-9_]+$|^[A-Z][A-Z0-9_]*_(SE
 NOT_LIMITS = {
     "littlebird.documents.clean.LAYOUT_CELL_CHARACTERS": "a cell this long lays a page out: a reading rule",
     "littlebird.documents.pdf.MIN_TABLE_LINES": "the fewest lines that make a table: a reading rule",
+    "littlebird.documents.hwpx.MAX_HEADING_CHARACTERS": "a longer paragraph is no heading: a reading rule",
 }
 
 
@@ -60,7 +61,9 @@ LIMITS = {
     "littlebird.documents.pdf.MAX_PDF_PAGES": 2000,
     "littlebird.documents.pdf.PDF_SECONDS": 20,
     "littlebird.documents.pdf.PDF_MEMORY_BYTES": 1_500_000_000,
-    "littlebird.documents.word.MAX_UNZIPPED_BYTES": 200_000_000,
+    "littlebird.documents.archive.MAX_UNZIPPED_BYTES": 200_000_000,
+    "littlebird.documents.hwpx.MAX_XML_BYTES": 50_000_000,
+    "littlebird.documents.hwpx.MAX_PARAGRAPHS": 50_000,
 }
 
 
@@ -217,10 +220,36 @@ def _declaring_zip(unzipped: int) -> bytes:
 
 def test_a_word_file_is_unzipped_up_to_its_limit_and_no_further():
     with pytest.raises(DocumentError, match="unpacks to .* MB, more than the"):
-        word.read_docx(_declaring_zip(limit("word.MAX_UNZIPPED_BYTES") + 1), source="bomb.docx")
+        word.read_docx(_declaring_zip(limit("archive.MAX_UNZIPPED_BYTES") + 1), source="bomb.docx")
     with pytest.raises(DocumentError, match="damaged") as within:  # past the size check: mammoth reads it
-        word.read_docx(_declaring_zip(limit("word.MAX_UNZIPPED_BYTES")), source="big.docx")
+        word.read_docx(_declaring_zip(limit("archive.MAX_UNZIPPED_BYTES")), source="big.docx")
     assert "unpacks" not in str(within.value)
+
+
+def test_a_hangul_file_is_read_up_to_its_paragraph_limit_and_no_further():
+    from tests.app.test_hwpx import _section
+
+    paragraph = "<hp:p><hp:run><hp:t>가</hp:t></hp:run></hp:p>"
+    paragraphs = limit("hwpx.MAX_PARAGRAPHS")
+    assert hwpx.read_hwpx(_section(paragraph * paragraphs), source="many.hwpx").text.count("가") == paragraphs
+    with pytest.raises(DocumentError, match=f"more than {paragraphs:,} paragraphs"):
+        hwpx.read_hwpx(_section(paragraph * (paragraphs + 1)), source="many.hwpx")
+
+
+def test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further():
+    from tests.app.test_hwpx import _section
+
+    def section_of(size: int) -> bytes:  # a .hwpx whose section is ``size`` bytes of XML, most of it comments
+        with zipfile.ZipFile(io.BytesIO(_section(""))) as archive:
+            left = size - archive.getinfo("Contents/section0.xml").file_size
+        comment = "<!--" + "x" * 9993 + "-->"  # 10,000 bytes: lxml keeps no text node over 10 MB
+        return _section(comment * (left // len(comment)) + "<!--" + "x" * (left % len(comment) - 7) + "-->")
+
+    with pytest.raises(DocumentError) as within:  # read, and refused only for holding no text
+        hwpx.read_hwpx(section_of(limit("hwpx.MAX_XML_BYTES")), source="notes.hwpx")
+    assert "No text" in str(within.value)
+    with pytest.raises(DocumentError, match=f"more than {limit('hwpx.MAX_XML_BYTES') / 1e6:g} MB of text"):
+        hwpx.read_hwpx(section_of(limit("hwpx.MAX_XML_BYTES") + 1), source="notes.hwpx")
 
 
 GUARDS = {
@@ -234,7 +263,9 @@ GUARDS = {
     "littlebird.documents.pdf.MAX_PDF_PAGES": test_a_pdf_one_page_over_the_page_limit_is_refused,
     "littlebird.documents.pdf.PDF_SECONDS": test_reading_a_pdf_stops_at_its_time_limit,
     "littlebird.documents.pdf.PDF_MEMORY_BYTES": test_reading_a_pdf_stops_at_its_memory_limit,
-    "littlebird.documents.word.MAX_UNZIPPED_BYTES": test_a_word_file_is_unzipped_up_to_its_limit_and_no_further,
+    "littlebird.documents.archive.MAX_UNZIPPED_BYTES": test_a_word_file_is_unzipped_up_to_its_limit_and_no_further,
+    "littlebird.documents.hwpx.MAX_PARAGRAPHS": test_a_hangul_file_is_read_up_to_its_paragraph_limit_and_no_further,
+    "littlebird.documents.hwpx.MAX_XML_BYTES": test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further,
 }
 
 
