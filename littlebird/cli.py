@@ -181,7 +181,7 @@ def _space(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``littlebird`` command line (the passed-through tools parse their own options)."""
     from .documents import formats
-    from .reading_defaults import DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
+    from .reading_options import DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 
     parser = argparse.ArgumentParser(prog="littlebird", description="Question answering over long Korean and "
                                      "English documents with LittleBird.")

@@ -41,7 +41,7 @@ import torch
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
 from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
-from .inference import CPU_MODES
+from .inference import CPU_MODES, cpu_mode_of
 from .language import has_hangul
 from .reader import (
     DEFAULT_GIVE_UP_BELOW,
@@ -383,7 +383,7 @@ def main(argv=None) -> dict | None:
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
                     "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,
                     "glimpse_tokens": glimpse, "glimpse_keep": args.glimpse_keep if glimpse else None,
-                    "cpu_mode": getattr(model, "littlebird_cpu_mode", "fp32"), "window_rule": args.window_rule})
+                    "cpu_mode": cpu_mode_of(model), "window_rule": args.window_rule})
     window = (f"window {max_length}, stride {stride}, {args.window_rule}, "
               f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
               f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"

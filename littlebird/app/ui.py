@@ -41,7 +41,7 @@ from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedMod
 from littlebird.app.qa import warm_up
 from littlebird.answer_text import get_kiwi
 from littlebird.reader import GLIMPSE_KEEP, ReadingStopped
-from littlebird.reading_defaults import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
+from littlebird.reading_options import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
 from littlebird.window_ranking import term_table
 
 _DOCUMENT_CSS = """

@@ -395,9 +395,11 @@ def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer)
         torch.set_num_threads(threads)
     read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
          options=ReadingOptions(cpu_mode="bf16-linear"))
-    assert model.littlebird_cpu_mode == "bf16-linear"
-    assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
     from littlebird import inference
+
+    assert inference.cpu_mode_of(model) == "bf16-linear"
+    assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
+    assert not [name for name in vars(model) if name.startswith("littlebird_")]  # the reader writes nothing onto it
 
     asked = []
     resolve = inference.resolve_cpu_mode
