@@ -91,29 +91,33 @@ def _value_or_none(kind: type, word: str):
 
 
 def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls, only: Sequence[str] | None = None,
-                ) -> None:
-    """Add a flag to ``parser`` for each field of ``cls`` (those named in ``only``, where given, in its order)."""
+                defaults: Mapping[str, Any] | None = None) -> None:
+    """Add a flag to ``parser`` for each field of ``cls`` (those named in ``only``, where given, in its order), with
+    the field's default, or the one ``defaults`` gives it (a tool whose context sets it: the environment)."""
     fields = {field.name: (field, kind, optional) for field, kind, optional in option_fields(cls)}
+    defaults = defaults or {}
     for name in fields if only is None else only:
         field, kind, optional = fields[name]
+        default = defaults.get(name, field.default)
         flags = [flag_of(field.name), *field.metadata.get("aliases", ())]
         help_text = field.metadata.get("help", "")
         if kind is bool:
-            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=field.default, help=help_text,
-                                dest=field.name)
+            shown = flags[0] if default else "--no-" + flags[0][2:]
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=default,
+                                help=f"{help_text} (default: {shown})".lstrip(), dest=field.name)
             continue
         word = field.metadata.get("none") if optional else None
         kwargs: dict[str, Any] = {"type": kind if word is None else _value_or_none(kind, word), "help": help_text,
                                   "dest": field.name}
         if field.metadata.get("choices"):
             kwargs["choices"] = field.metadata["choices"] + ((None,) if word else ())
-        if _required(field):
+            kwargs["metavar"] = "{" + ",".join([*field.metadata["choices"], *([word] if word else [])]) + "}"
+        if default is dataclasses.MISSING:
             kwargs["required"] = True
         else:
-            kwargs["default"] = field.default
-            shown = word if field.default is None else field.default
-            if shown is not None:
-                kwargs["help"] = f"{help_text} (default: {shown})".lstrip()
+            kwargs["default"] = default
+            if default is not None:  # what None means, the help says
+                kwargs["help"] = f"{help_text} (default: {default})".lstrip()
         parser.add_argument(*flags, **kwargs)
 
 
@@ -208,6 +212,11 @@ def options_from_mapping(cls, mapping: Mapping[str, Any], *, where: str = "optio
             raise ValueError(f"{where}: {name} is one of {', '.join(choices)}, not {value!r}")
         values[name] = value
     return cls(**values)
+
+
+def sliders(cls) -> dict[str, Slider]:
+    """``{field name: its Slider}`` for the fields of ``cls`` that a page shows, in declaration order."""
+    return {field.name: field.metadata["slider"] for field, _, _ in option_fields(cls) if field.metadata.get("slider")}
 
 
 def describe_options(cls) -> list[tuple[str, str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .command_options import Slider, check_options, option
+from .command_options import Slider, check_options, option, sliders
 
 # The windows: the question's prefix and a document part. A document longer than a window is read in windows that
 # share WINDOW_OVERLAP tokens with the next by default: room for any answer (<= MAX_ANSWER_LENGTH tokens).
@@ -111,3 +111,6 @@ class ReadingOptions:
 
 
 DEFAULT_READING = ReadingOptions()
+
+# The options the page's settings show (each with a slider), which `littlebird ask` and `serve` offer as flags too.
+PAGE_SETTINGS = tuple(sliders(ReadingOptions))

@@ -44,7 +44,7 @@ class Reading:
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP]
     timings: dict[str, float] = field(default_factory=dict)  # seconds: tokenize, rank, (glimpse,) model, decode
     windows_planned: int = 0  # windows the document needed; more than ``n_windows`` when not all were read
-    note: str | None = None  # a sentence for the user when only part of the document was read
+    note: str | None = None  # for the user: how much was read, when not all (the app adds why no clear answer)
     stopped: str | None = None  # why ranked windows were left unread: "found", "nothing found" or "glimpsed" (see read)
     windows: list[WindowRecord] = field(default_factory=list)  # every window of the document, in document order
 
