@@ -26,13 +26,24 @@ PASSED_THROUGH = {
 }
 
 
+def _page_settings(args: argparse.Namespace, command: str):
+    """The ReadingOptions of ``ask``'s or ``serve``'s flags (the page's settings); a usage error when out of range."""
+    from .reading_options import PAGE_SETTINGS, ReadingOptions
+
+    try:
+        return ReadingOptions(**{name: getattr(args, name) for name in PAGE_SETTINGS})
+    except ValueError as error:
+        raise SystemExit(f"littlebird {command}: {error}") from None
+
+
 def _serve(args: argparse.Namespace) -> int:
     import os
 
     from .app.ui import build_demo
 
-    build_demo(args.model or os.environ.get("LITTLEBIRD_CHECKPOINT") or None).launch(server_name=args.host,
-                                                                                    server_port=args.port)
+    reading = _page_settings(args, "serve")
+    build_demo(args.model or os.environ.get("LITTLEBIRD_CHECKPOINT") or None, reading=reading).launch(
+        server_name=args.host, server_port=args.port)
     return 0
 
 
@@ -88,11 +99,9 @@ def _print_answer(payload: dict, out: TextIO) -> None:
 
 
 def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from dataclasses import replace
-
     from transformers.utils import logging as transformers_logging
 
-    from .app.asking import DEFAULT_APP_READING, Settings, ask
+    from .app.asking import Settings, ask
     from .documents.errors import DocumentError
     from .app.models import CheckpointError
     from .app.payloads import api_payload
@@ -100,9 +109,7 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if (args.question is None) == (args.questions is None):
         raise SystemExit("give one question, or --questions FILE (JSON lines), not both")
     try:
-        reading = replace(DEFAULT_APP_READING, n_best=args.n_best, max_windows=args.max_windows,
-                          no_answer_threshold=args.threshold)
-        settings = Settings(checkpoint=args.model, reading=reading)
+        settings = Settings(checkpoint=args.model, reading=_page_settings(args, "ask"))
     except ValueError as error:
         raise SystemExit(f"littlebird ask: {error}") from None
     out = out or sys.stdout
@@ -110,7 +117,7 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     def answer(question: str) -> dict:
         view = ask(question=question, settings=settings, **source)
-        return api_payload(view.result, view.document)
+        return api_payload(view.reading, view.document, view.device)
 
     try:
         source = _source(args.document)
@@ -180,8 +187,9 @@ def _space(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``littlebird`` command line (the passed-through tools parse their own options)."""
+    from .command_options import add_options
     from .documents import formats
-    from .reading_defaults import DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST, DEFAULT_NO_ANSWER_THRESHOLD
+    from .reading_options import PAGE_SETTINGS, ReadingOptions
 
     parser = argparse.ArgumentParser(prog="littlebird", description="Question answering over long Korean and "
                                      "English documents with LittleBird.")
@@ -192,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "$LITTLEBIRD_CHECKPOINT)")
     serve.add_argument("--host", default=None, help="address to serve (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
     serve.add_argument("--port", type=int, default=None, help="port (default 7860, or $GRADIO_SERVER_PORT)")
+    add_options(serve.add_argument_group("the page's settings as it opens (and the /answer API's)"), ReadingOptions,
+                only=PAGE_SETTINGS)
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
@@ -202,10 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "input); one JSON line of answers each on standard output")
     ask.add_argument("--json", action="store_true", help="print the /answer endpoint's JSON instead of text")
     ask.add_argument("--model", default=None, help="a checkpoint folder or Hub id (default: the shipped one)")
-    ask.add_argument("--n-best", type=int, default=DEFAULT_N_BEST, help="answers listed")
-    ask.add_argument("--max-windows", type=int, default=DEFAULT_MAX_WINDOWS, help="windows of a long document read")
-    ask.add_argument("--threshold", type=float, default=DEFAULT_NO_ANSWER_THRESHOLD,
-                     help="below this answerable probability: no answer")
+    add_options(ask.add_argument_group("reading, as the page's settings"), ReadingOptions, only=PAGE_SETTINGS)
     ask.set_defaults(handler=_ask)
 
     train = commands.add_parser("train", help="run (or resume) a recipe's stages: recipes/*.yaml")

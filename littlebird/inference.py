@@ -12,12 +12,15 @@ the measurements behind these choices.
 """
 
 import copy
+import os
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-CPU_MODES = ("fp32", "bf16-linear", "auto")
+from .reading_options import CPU_MODES
+
+CPU_MODE_ENVIRONMENT = "LITTLEBIRD_CPU_MODE"  # the mode the app (and, by default, the evaluation) runs in
 
 
 class BF16Linear(nn.Module):
@@ -71,6 +74,17 @@ def resolve_cpu_mode(mode: str = "auto") -> str:
     return mode
 
 
+def cpu_mode_from_environment(environ=os.environ) -> str:
+    """The CPU mode the app loads its models in: ``$LITTLEBIRD_CPU_MODE``, else "auto"."""
+    return environ.get(CPU_MODE_ENVIRONMENT, "auto")
+
+
+def cpu_mode_of(model: nn.Module) -> str:
+    """The mode :func:`optimize_for_cpu` left ``model`` in, read from its layers: "bf16-linear" where any linear
+    layer is a :class:`BF16Linear`, else "fp32"."""
+    return "bf16-linear" if any(isinstance(module, BF16Linear) for module in model.modules()) else "fp32"
+
+
 def optimize_for_cpu(model: nn.Module, mode: str = "auto", *, inplace: bool = False) -> nn.Module:
     """An inference copy of ``model`` (fp32, on CPU, in eval mode) with its linear layers in ``mode``.
 
@@ -87,7 +101,6 @@ def optimize_for_cpu(model: nn.Module, mode: str = "auto", *, inplace: bool = Fa
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, BF16Linear(child))
         model.save_pretrained = _refuse_to_save  # shadows the class's method on this instance only
-    model.littlebird_cpu_mode = mode  # so that the reader (littlebird.reader.prepare_model) converts it once
     return model
 
 

@@ -984,6 +984,8 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
     two positions to report ``eval_loss``.
     """
 
+    max_input_length = None  # BiALiBi has no position table: any length (what littlebird.reader asks)
+
     def __init__(self, config: LittleBirdConfig):
         super().__init__(config)
         self.littlebird = LittleBirdModel(config)

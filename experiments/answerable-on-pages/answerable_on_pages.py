@@ -25,10 +25,11 @@ import torch
 
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import CPU_MODES, optimize_for_cpu
-from littlebird.reader import DEFAULT_MAX_LENGTH, ReadingOptions, encode_text, model_device, read, window_length
+from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_STOP_CONFIDENCE, ReadingOptions, encode_text, model_device,
+                               read, window_length)
 from littlebird.training.data import read_squad
 
-DEFAULT_THRESHOLD = 0.9
+DEFAULT_THRESHOLD = DEFAULT_STOP_CONFIDENCE  # a window this sure can end a reading
 
 
 @dataclass

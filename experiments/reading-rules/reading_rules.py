@@ -4,7 +4,7 @@ The reader ranks a long document's windows by BM25 and reads them best first, up
 stopping early by its two rules (``stop_confidence``, ``give_up_below``; see ``littlebird.reader.read``).
 Each window is read alone, so one pass that reads every question's ``--read`` best-ranked windows, with no
 rule, gives every window's logits once; any rule is then the same decisions over a prefix of them, with the
-reader's own functions (``stop_reason``, ``scored_spans``, ``merge_candidates``, the app's answer tidying).
+reader's own functions (``stop_reason``, ``decode``, the app's answer tidying).
 The default rule's row reproduces ``littlebird evaluate``'s F1 on the same file.
 
 Prints, per dev file and rule: mean, p90 and largest number of windows read a question (the tail sets the
@@ -35,16 +35,15 @@ from littlebird.answer_text import tidy_answer_span
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.evaluation import best_scores, metric_language
 from littlebird.inference import optimize_for_cpu
-from littlebird.reader import (DEFAULT_GIVE_UP_BELOW, DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_STOP_CONFIDENCE,
-                               MAX_ANSWER_LENGTH, TOP_K_STARTS, WindowLogits, build_windows, default_stride, encode_text,
-                               first_pass, merge_candidates, question_cap, question_prefix, run_windows, scored_spans,
+from littlebird.reader import (DEFAULT_GIVE_UP_BELOW, DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, DEFAULT_N_BEST,
+                               DEFAULT_STOP_CONFIDENCE, MAX_ANSWER_LENGTH, TOP_K_STARTS, build_windows, decode,
+                               default_stride, encode_text, first_pass, question_cap, question_prefix, run_windows,
                                special_ids, stop_reason, tokenize_questions, window_capacity, window_starts)
 from littlebird.training.data import read_squad
 
 DEFAULT_RULE = f"{DEFAULT_MAX_WINDOWS}/{DEFAULT_STOP_CONFIDENCE:g}/{DEFAULT_GIVE_UP_BELOW:g}"
 RULES = (DEFAULT_RULE, "3/0.9/0.05", "4/0.9/0.05", "5/0.9/0.05", "6/0.9/0.05", "8/0.9/0.05",
          "10/0.7/0.05", "10/0.5/0.05", "5/0.7/0.05", "10/none/none")
-N_BEST = 5  # the app's
 
 
 def read_windows(model, tokenizer, question: str, context: str, n_windows: int,
@@ -70,13 +69,6 @@ def parse_rule(rule: str) -> tuple[int, float | None, float | None]:
     return int(cap), None if stop == "none" else float(stop), None if low == "none" else float(low)
 
 
-def head(logits: WindowLogits, k: int) -> WindowLogits:
-    """The logits of the first ``k`` windows read."""
-    return WindowLogits(*(None if a is None else a[:k] for a in (
-        logits.top_start_indices, logits.top_start_logits, logits.top_end_logits, logits.answerable_logits,
-        logits.start_log_normalizers)))
-
-
 def answer_by_rule(read: dict, context: str, rule: str) -> tuple[str, int]:
     """The reader's best answer and the windows it reads under ``rule``, from the windows read once."""
     cap, stop, low = parse_rule(rule)
@@ -84,12 +76,11 @@ def answer_by_rule(read: dict, context: str, rule: str) -> tuple[str, int]:
     k = min(cap, total)
     if stop is not None or low is not None:
         for n in range(1, k):  # the reader asks before each window after the first
-            if stop_reason(head(read["logits"], n), stop, low) is not None:
+            if stop_reason(read["logits"].head(n), stop, low) is not None:
                 k = n
                 break
-    scored = scored_spans(head(read["logits"], k), read["spans"], read["prefix"], read["starts"][:k],
-                          rank_windows=True)
-    answers = merge_candidates(scored.top(N_BEST * 4), context, N_BEST, tidy_answer_span)
+    answers = decode(read["logits"].head(k), read["spans"], read["prefix"], read["starts"][:k], context,
+                     n_best=DEFAULT_N_BEST, tidy=tidy_answer_span).answers
     return (answers[0].text if answers else ""), k
 
 

@@ -2,7 +2,7 @@
 import math, sys
 import numpy as np, torch
 from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import (WindowLogits, encode_text, scored_spans, merge_candidates, stop_reason,
+from littlebird.reader import (WindowLogits, decode, encode_text, impossible_as_minus_infinity, stop_reason,
                                DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW)
 from littlebird.answer_text import tidy_answer_span
 from littlebird.evaluation import best_scores, metric_language
@@ -40,17 +40,17 @@ def train_ranker(rows, layer, hidden=256, epochs=60, seed=0, wd=1e-4):
 
 def logits_of(row, idx):
     idx = list(idx)
-    return WindowLogits(row["top_start_indices"][idx], np.where(row["top_start_logits"][idx] <= np.finfo(np.float32).min / 2, -np.inf, row["top_start_logits"][idx]),
-                        np.where(row["top_end_logits"][idx] <= np.finfo(np.float32).min / 2, -np.inf, row["top_end_logits"][idx]),
-                        row["answerable"][idx], row["normalizers"][idx])
+    return WindowLogits(row["top_start_indices"][idx], impossible_as_minus_infinity(row["top_start_logits"][idx]),
+                        impossible_as_minus_infinity(row["top_end_logits"][idx]), row["answerable"][idx],
+                        row["normalizers"][idx])
 
 
 def answer(row, idx, text, spans):
+    """The reader's best answer from the collected windows ``idx``, decoded as the reader decodes."""
     idx = list(idx)
-    lg = logits_of(row, idx)
-    sc = scored_spans(lg, spans, row["prefix"], [row["starts"][i] for i in idx], end_depends_on_start=True, rank_windows=True)
-    ans = merge_candidates(sc.top(20), text, 5, tidy_answer_span)
-    return ans[0].text if ans else ""
+    answers = decode(logits_of(row, idx), spans, row["prefix"], [row["starts"][i] for i in idx], text,
+                     tidy=tidy_answer_span).answers
+    return answers[0].text if answers else ""
 
 
 def shipped_read(row, limit=10):

@@ -4,7 +4,7 @@ import sys; sys.path.insert(0, "experiments/window-screening")
 import numpy as np, torch
 from analyse import answer, shipped_read, contexts, bootstrap, logits_of
 from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import encode_text, stop_reason
+from littlebird.reader import encode_text, stop_reason, DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW
 from littlebird.evaluation import best_scores, metric_language
 from littlebird.window_ranking import choice_features
 
@@ -60,7 +60,7 @@ for kind in [int(x) for x in sys.argv[1].split(",")]:
             for K, d in ((3, d3), (4, d4)):
                 read = o[:2]
                 for nxt in o[2:K]:
-                    if stop_reason(logits_of(r, read), 0.9, 0.05) is not None: break
+                    if stop_reason(logits_of(r, read), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) is not None: break
                     read.append(nxt)
                 d.append(f1(name, r, read, t, sp) - base)
         out.append(f"{name} top1 {100*np.mean(top):.1f} k3 {100*np.mean(d3):+.1f} k4 {100*np.mean(d4):+.1f}")

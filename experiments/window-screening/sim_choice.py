@@ -8,7 +8,7 @@ import sys; sys.path.insert(0, "experiments/window-screening")
 import numpy as np, torch
 from analyse import answer, shipped_read, contexts, bootstrap, logits_of
 from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import encode_text, stop_reason, GLIMPSE_ABOVE, MIN_WINDOWS_BEFORE_STOP
+from littlebird.reader import encode_text, stop_reason, GLIMPSE_ABOVE, MIN_WINDOWS_BEFORE_STOP, DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW
 from littlebird.evaluation import best_scores, metric_language
 from littlebird.window_ranking import glimpse_choice
 
@@ -33,7 +33,7 @@ for name in sys.argv[1].split(","):
         for K in (2, 3, 4):
             read = order[:MIN_WINDOWS_BEFORE_STOP]
             for nxt in order[MIN_WINDOWS_BEFORE_STOP:K]:
-                if stop_reason(logits_of(row, read), 0.9, 0.05) is not None:
+                if stop_reason(logits_of(row, read), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) is not None:
                     break
                 read.append(nxt)
             choices[f"keep {K}"] = shipped_read(row) if m <= GLIMPSE_ABOVE else read

@@ -2,7 +2,7 @@ import sys; sys.path.insert(0, "experiments/window-screening")
 import numpy as np, torch
 from analyse import answer, shipped_read, contexts, bootstrap, logits_of
 from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import encode_text, stop_reason
+from littlebird.reader import encode_text, stop_reason, DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW
 from littlebird.evaluation import best_scores, metric_language
 
 name, spath, key = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -27,7 +27,7 @@ for row in rows:
         ch[f"R{k}"] = order[:k].tolist()
     seq = order[:3].tolist(); read = [seq[0]]
     for nxt in seq[1:]:
-        if stop_reason(logits_of(row, read), 0.9, 0.05) if len(read) >= 2 else False:
+        if stop_reason(logits_of(row, read), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) if len(read) >= 2 else False:
             break
         read.append(nxt)
     ch["R3-stop"] = read
@@ -39,7 +39,7 @@ for row in rows:
     ch["B1+G1>4"] = shipped_read(row) if m <= 4 else [0, next(int(i) for i in order if i != 0)]
     # BM25's best two in full, then the likeliest glimpses of the others; "s": only where the two do not stop the reader
     rest = [int(i) for i in order if i > 1]
-    stops = m > 4 and stop_reason(logits_of(row, [0, 1]), 0.9, 0.05) is not None
+    stops = m > 4 and stop_reason(logits_of(row, [0, 1]), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) is not None
     ch["B2+G1>4"] = shipped_read(row) if m <= 4 else [0, 1] + rest[:1]
     ch["B1+G2>4"] = shipped_read(row) if m <= 4 else [0] + [int(i) for i in order if i != 0][:2]
     ch["B2s+G1>4"] = shipped_read(row) if m <= 4 else [0, 1] + ([] if stops else rest[:1])
@@ -57,7 +57,7 @@ for row in rows:
         for K in (3, 4):
             read = seq[:2]
             for nxt in seq[2:K]:
-                if stop_reason(logits_of(row, read), 0.9, 0.05) is not None:
+                if stop_reason(logits_of(row, read), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW) is not None:
                     break
                 read.append(nxt)
             ch[f"{name_}{K}>4"] = shipped_read(row) if m <= 4 else read

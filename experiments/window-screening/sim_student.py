@@ -23,9 +23,9 @@ for row in rows:
           "S2-stop": None}
     # read the student's order with the shipped stop rules, at most 2
     from analyse import logits_of
-    from littlebird.reader import stop_reason
+    from littlebird.reader import stop_reason, DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW
     seq = order[:2].tolist(); read = [seq[0]]
-    if len(seq) > 1 and not stop_reason(logits_of(row, read), 0.9, 0.05):
+    if len(seq) > 1 and not stop_reason(logits_of(row, read), DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW):
         read.append(seq[1])
     ch["S2-stop"] = read
     for k, idx in ch.items():

@@ -22,29 +22,25 @@ from littlebird.documents.fetch import looks_like_address
 from littlebird.documents.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
-from littlebird.app.qa import QAResult, answer_question
-from littlebird.reader import ReadingOptions
-
-MAX_LENGTH_CHOICES = (512, 16384)  # the settings slider's range, in tokens
-MAX_WINDOWS_CHOICES = (1, 64)  # the settings slider's range: windows the model reads per question
-N_BEST_CHOICES = (1, 20)
-DEFAULT_APP_READING = ReadingOptions()
+from littlebird.app.qa import answer_question
+from littlebird.command_options import sliders
+from littlebird.reader import DEFAULT_READING, Reading, ReadingOptions
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The settings panel's values: the checkpoint, and the reading within the sliders' ranges. The time
-    budget comes from the limits (``documents.limits``) when a question is asked."""
+    """The settings panel's values: the checkpoint, and the reading, whose options with a slider
+    (:data:`littlebird.reading_options.PAGE_SETTINGS`) lie within the sliders' ranges. The time budget comes from
+    the limits (``documents.limits``) when a question is asked."""
 
     checkpoint: str | None = None
-    reading: ReadingOptions = DEFAULT_APP_READING
+    reading: ReadingOptions = DEFAULT_READING
 
     def __post_init__(self):
-        for name, (low, high) in (("max_length", MAX_LENGTH_CHOICES), ("max_windows", MAX_WINDOWS_CHOICES),
-                                  ("n_best", N_BEST_CHOICES)):
+        for name, slider in sliders(ReadingOptions).items():
             value = getattr(self.reading, name)
-            if value is None or not low <= value <= high:
-                raise ValueError(f"{name} must be within {low}..{high}, got {value}")
+            if value is None or not slider.low <= value <= slider.high:
+                raise ValueError(f"{name} must be within {slider.low:g}..{slider.high:g}, got {value}")
 
 
 _ON_ZERO_GPU = False  # set by gpu_task: run_qa then runs in a worker process, where callbacks do not reach the page
@@ -66,7 +62,7 @@ def run_qa(
     document: Document, question: str, loaded: LoadedModel, settings: Settings, limits: Limits | None = None,
     on_window: Callable[[int, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
     on_pass: Callable[[str], None] | None = None,
-) -> QAResult:
+) -> Reading:
     """``answer_question`` with the UI's settings within ``limits`` (default: from the environment).
     ``on_window(done, total)`` follows the windows; ``should_stop()`` ends the reading between
     windows (``littlebird.reader.ReadingStopped``); ``on_pass`` hears the reader's passes
@@ -89,8 +85,9 @@ class AskView:
     n_best: list[list[Any]]  # rows of app.payloads.N_BEST_HEADERS
     document_html: str
     stats: str
-    result: QAResult
+    reading: Reading  # the reader's, with the app's note (app.qa.answer_question)
     document: Document
+    device: str  # where the model read it
 
 
 def ask(
@@ -134,32 +131,34 @@ def ask(
     # On ZeroGPU the reading runs in another process, whose layers no hook here reaches.
     observing = contextlib.nullcontext() if observe is None or _ON_ZERO_GPU else observe(loaded.model)
     with observing as on_pass:
-        result = run_qa(document, question, loaded, settings, limits, on_pass=on_pass, **callbacks)
+        reading = run_qa(document, question, loaded, settings, limits, on_pass=on_pass, **callbacks)
     report(1.0, "Done")
     return AskView(
-        answer_html=answer_card(result, document.page_starts),
-        n_best=n_best_rows(result),
-        document_html=highlight_document(document.text, result, document.page_starts),
-        stats=stats_line(result, loaded),
-        result=result,
+        answer_html=answer_card(reading, document.page_starts),
+        n_best=n_best_rows(reading),
+        document_html=highlight_document(document.text, reading, document.page_starts),
+        stats=stats_line(reading, loaded),
+        reading=reading,
         document=document,
+        device=loaded.device,
     )
 
 
 def answer_document(
-    document: str, question: str, *, checkpoint: str | None = None, allow_local: bool = False,
-    should_stop: Callable[[], bool] | None = None,
+    document: str, question: str, *, checkpoint: str | None = None, reading: ReadingOptions = DEFAULT_READING,
+    allow_local: bool = False, should_stop: Callable[[], bool] | None = None,
 ) -> dict:
     """What the /answer endpoint returns: ``document`` is text, HTML or an http(s) address.
 
     A one-line ``document`` that starts with any URL scheme is taken as an address, so "file:///etc/passwd"
     or "ftp://..." is refused like an internal address rather than read as a one-line document.
 
-    Uses the default settings (max length, windows read, n-best, threshold), as the page does. Raises DocumentError or CheckpointError for the user, and
-    ``littlebird.reader.ReadingStopped`` when ``should_stop()`` turns True while the model reads.
+    Reads with ``reading``: the page's settings as it opens (max length, windows read, n-best, threshold).
+    Raises DocumentError or CheckpointError for the user, and ``littlebird.reader.ReadingStopped`` when
+    ``should_stop()`` turns True while the model reads.
     """
     source = "url" if looks_like_address(document) else "paste"
-    settings = Settings(checkpoint=checkpoint)
+    settings = Settings(checkpoint=checkpoint, reading=reading)
     view = ask(source, question, settings, pasted=document, url=(document or "").strip(), allow_local=allow_local,
                should_stop=should_stop)
-    return api_payload(view.result, view.document)
+    return api_payload(view.reading, view.document, view.device)

@@ -129,9 +129,9 @@ def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None, *
     device, dtype = pick_device()
     dtype_label = str(dtype).removeprefix("torch.")
     if device.type == "cpu":
-        from littlebird.inference import optimize_for_cpu, resolve_cpu_mode
+        from littlebird.inference import cpu_mode_from_environment, optimize_for_cpu, resolve_cpu_mode
 
-        mode = resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))
+        mode = resolve_cpu_mode(cpu_mode_from_environment())
         model = optimize_for_cpu(model, mode, inplace=owned)
         dtype_label = "float32" if mode == "fp32" else f"float32, {mode}"
     else:

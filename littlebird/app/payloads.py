@@ -1,7 +1,7 @@
 """What a question's result looks like to its reader: the page's HTML and the /answer endpoint's JSON.
 
-Every function takes plain data (a :class:`~app.qa.QAResult`, the document's text) and returns a
-string or a dict. Nothing from the document is ever interpreted as HTML: all of it is escaped.
+Every function takes plain data (the question's :class:`~littlebird.reader.Reading`, the document's text) and
+returns a string or a dict. Nothing from the document is ever interpreted as HTML: all of it is escaped.
 """
 
 from __future__ import annotations
@@ -13,20 +13,20 @@ from typing import Any
 
 from littlebird.documents.clean import Document, page_at
 from littlebird.app.models import LoadedModel
-from littlebird.app.qa import QAResult
+from littlebird.reader import Reading
 from littlebird.language import detect_language
 
 N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns
 
 
-def answer_card(result: QAResult, page_starts: Sequence[int] = ()) -> str:
+def answer_card(result: Reading, page_starts: Sequence[int] = ()) -> str:
     """The answer, its probability, the decision and the n-best table, as escaped HTML; in a document with
     pages (``page_starts``, a PDF's), the page the answer is on.
 
     "No answer found" is said plainly when that is the decision; the model's best
     guesses then stay in the n-best table and are shaded lightly in the document.
     """
-    message = f'<p class="lb-note">{html.escape(result.message)}</p>' if result.message else ""
+    message = f'<p class="lb-note">{html.escape(result.note)}</p>' if result.note else ""
     answerable = f"{result.answerable_probability:.0%}"
     if result.no_answer or not result.answers:
         head = (
@@ -45,7 +45,7 @@ def answer_card(result: QAResult, page_starts: Sequence[int] = ()) -> str:
     return f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}{n_best_table(n_best_rows(result))}</div>'
 
 
-def n_best_rows(result: QAResult) -> list[list[Any]]:
+def n_best_rows(result: Reading) -> list[list[Any]]:
     """One row of N_BEST_HEADERS per n-best answer: rank, text, probability, score, character range."""
     return [
         [rank, a.text, round(a.probability, 4), round(a.score, 3), f"{a.start}–{a.end}"]
@@ -65,7 +65,7 @@ def n_best_table(rows: list[list[Any]]) -> str:
     return f'<table class="lb-nbest"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def highlight_document(text: str, result: QAResult | None, page_starts: Sequence[int] = ()) -> str:
+def highlight_document(text: str, result: Reading | None, page_starts: Sequence[int] = ()) -> str:
     """``text`` as escaped HTML with the best answer marked and the other n-best lighter (:func:`highlight_answers`)."""
     answers = result.answers if result is not None else []
     return highlight_answers(text, answers, no_answer=result is not None and result.no_answer, page_starts=page_starts)
@@ -115,7 +115,7 @@ def _lang(text: str) -> str:
     return "ko" if detect_language(text[:2000]) in ("ko", "mixed") else "en"
 
 
-def stats_line(result: QAResult, loaded: LoadedModel) -> str:
+def stats_line(result: Reading, loaded: LoadedModel) -> str:
     """Tokens, windows read, device and seconds per stage, on one line."""
     times = " · ".join(f"{name} {seconds:.2f} s" for name, seconds in result.timings.items())
     windows = f"{result.n_windows} window{'s' if result.n_windows != 1 else ''}"
@@ -124,8 +124,8 @@ def stats_line(result: QAResult, loaded: LoadedModel) -> str:
     return f"{result.n_tokens:,} tokens · {windows} · {loaded.device} ({loaded.dtype}) · {times}"
 
 
-def api_payload(result: QAResult, document: Document) -> dict:
-    """The JSON the /answer endpoint returns for ``result``."""
+def api_payload(result: Reading, document: Document, device: str) -> dict:
+    """The JSON the /answer endpoint returns for ``result``, read on ``device``."""
     n_best = [
         {"answer": a.text, "score": round(a.score, 4), "probability": round(a.probability, 4), "start": a.start,
          "end": a.end, "page": document.page_of(a.start)}
@@ -143,11 +143,11 @@ def api_payload(result: QAResult, document: Document) -> dict:
         "no_answer": bool(result.no_answer),
         "answerable_probability": round(result.answerable_probability, 4),
         "n_best": n_best,
-        "message": result.message,
+        "message": result.note,
         "text": document.text,
         "n_tokens": result.n_tokens,
         "n_windows": result.n_windows,
         "windows_planned": result.windows_planned,
-        "device": result.device,
+        "device": device,
         "timings": {k: round(v, 4) for k, v in result.timings.items()},
     }

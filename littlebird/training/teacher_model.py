@@ -67,6 +67,11 @@ class TeacherForQuestionAnswering(nn.Module):
     def bert(self) -> BertModel:
         return self.littlebird.bert
 
+    @property
+    def max_input_length(self) -> int:
+        """The longest input BERT's absolute positions cover (what :mod:`littlebird.reader` asks)."""
+        return int(self.bert.config.max_position_embeddings)
+
     def bert_state_dict(self) -> dict[str, torch.Tensor]:
         """The encoder's weights under plain ``BertModel`` names (what conversion reads)."""
         return self.bert.state_dict()

@@ -10,8 +10,10 @@ README promises one (a page of up to 5 MB, fetched within 10 s).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import math
+import re
 import socket
 import threading
 import time
@@ -21,15 +23,17 @@ import gradio as gr
 import pytest
 
 from littlebird.app import models, ui
-from littlebird.app.asking import DEFAULT_APP_READING, answer_document
+from littlebird.app.asking import answer_document
 from littlebird.documents.errors import DocumentError
 from littlebird.app.examples import find_example
-from littlebird.reader import (DEFAULT_MAX_LENGTH, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, default_stride, question_prefix,
-                               special_ids, tokenize_questions)
+from littlebird.cli import main as littlebird
+from littlebird.command_options import sliders
+from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_READING, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, ReadingOptions,
+                               default_stride, question_prefix, special_ids, tokenize_questions)
 from tests.qa_factories import model_answerable_at, qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
 
-DEFAULT_THRESHOLD = DEFAULT_APP_READING.no_answer_threshold  # the app's
+DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
 
 PAGE_BYTES = 5_000_000  # the README: "10 s and 5 MB limits" for a fetched page
 FETCH_SECONDS = 10.0
@@ -64,16 +68,48 @@ def ask_on_the_page(demo: gr.Blocks, pasted: str, question: str) -> dict[str, st
     handlers = {fn.name: fn for fn in demo.fns.values()}
     ask, number = handlers["on_ask"], handlers["on_new_question"]
     request = gr.Request(session_hash=f"defaults-{id(demo)}")
-    values = [block.value for block in ask.inputs]
-    for i, block in enumerate(ask.inputs):
-        if block is number.outputs[0]:
-            values[i] = number.fn(request)
-        elif getattr(block, "elem_id", None) == "lb-paste":
-            values[i] = pasted
-        elif getattr(block, "elem_id", None) == "lb-question":
-            values[i] = question
-    outputs = ask.fn(*values, request=request)
-    return {block.elem_id: value for block, value in zip(ask.outputs, outputs) if getattr(block, "elem_id", None)}
+    typed = {"lb-paste": pasted, "lb-question": question}
+    values = {block: typed.get(getattr(block, "elem_id", None), block.value) for block in ask.inputs}
+    values[number.outputs[0]] = number.fn(request)
+    assert ask.inputs_as_dict  # the handler takes its inputs keyed by component and returns its outputs so
+    outputs = ask.fn(values, request=request)
+    return {block.elem_id: value for block, value in outputs.items() if getattr(block, "elem_id", None)}
+
+
+# ---- one declaration of the reading's options --------------------------------------------------------
+
+
+def shown_in_help(help_text: str, flag: str) -> tuple[str, str]:
+    """(help, default) that ``--help`` shows for ``flag``, its lines unwrapped."""
+    text = " ".join(help_text.split())
+    found = re.search(rf"(?<!\[){re.escape(flag)} [A-Z_]+(?:, --[\w-]+ [A-Z_]+)? (.*?) \(default: ([^)]*)\)", text)
+    assert found, f"{flag} shows no default"
+    return found.group(1), found.group(2)
+
+
+def test_evaluate_ask_serve_and_the_sliders_show_the_page_settings_of_one_declaration(capsys):
+    helps = {}
+    for command in ("evaluate", "ask", "serve"):
+        with pytest.raises(SystemExit):
+            littlebird([command, "--help"])
+        helps[command] = capsys.readouterr().out
+    page = {block.elem_id: block for block in ui.build_demo(TEST_MODEL).blocks.values() if isinstance(block, gr.Slider)}
+    declared = {field.name: field for field in dataclasses.fields(ReadingOptions)}
+    assert list(sliders(ReadingOptions)) == ["max_length", "max_windows", "n_best", "no_answer_threshold"]
+    for name, slider in sliders(ReadingOptions).items():
+        default, help_text = declared[name].default, declared[name].metadata["help"]
+        for command, text in helps.items():
+            assert shown_in_help(text, "--" + name.replace("_", "-")) == (" ".join(help_text.split()), str(default)), \
+                (command, name)
+        shown = page["lb-" + name.replace("_", "-")]
+        assert (shown.value, shown.minimum, shown.maximum, shown.step) == (default, slider.low, slider.high, slider.step)
+        assert (shown.label, shown.info) == (slider.label, help_text)
+    # the page opens with what `littlebird serve` is given
+    served = ui.build_demo(TEST_MODEL, reading=dataclasses.replace(DEFAULT_READING, max_windows=20, n_best=3))
+    values = {block.elem_id: block.value for block in served.blocks.values() if isinstance(block, gr.Slider)}
+    assert (values["lb-max-windows"], values["lb-n-best"]) == (20, 3)
+    with pytest.raises(ValueError, match="max_windows must be within 1..64"):
+        ui.build_demo(TEST_MODEL, reading=dataclasses.replace(DEFAULT_READING, max_windows=100))
 
 
 # ---- the no-answer threshold ------------------------------------------------------------------------
@@ -100,7 +136,7 @@ def test_the_page_and_answer_read_long_documents_in_the_default_windows(monkeypa
     monkeypatch.setattr(ui, "ask", lambda *args, **kwargs: views.append(ask(*args, **kwargs)) or views[-1])
     html = find_example("en-iss").read_html()
     ask_on_the_page(ui.build_demo(name), html, QUESTION)
-    [result] = [view.result for view in views]
+    [result] = [view.reading for view in views]
 
     tokenizer = qa_tokenizer()
     prefix = len(question_prefix(tokenize_questions([QUESTION], tokenizer)[0], special_ids(tokenizer), DEFAULT_MAX_LENGTH))

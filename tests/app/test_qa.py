@@ -106,7 +106,7 @@ def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expecte
     best = result.answers[0]
     assert best.text == expected == korean.text[best.start : best.end]
     assert korean.text.index(phrase) == best.start
-    assert not result.no_answer and result.question_language == "ko"
+    assert not result.no_answer
 
 
 def test_long_document_windows_and_merge(tokenizer, korean):
@@ -140,8 +140,8 @@ def test_no_answer_threshold(tokenizer, english):
     unsure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer,
                              options=ReadingOptions(no_answer_threshold=0.6))
     assert sure.answerable_probability == pytest.approx(0.5)
-    assert not sure.no_answer and sure.message is None
-    assert unsure.no_answer and "may not answer" in unsure.message
+    assert not sure.no_answer and sure.note is None
+    assert unsure.no_answer and "may not answer" in unsure.note
     assert unsure.answers[0].text == "Kurbat Ivanov"  # the guesses are kept
 
 
@@ -149,7 +149,7 @@ def test_empty_question_and_question_without_answer(tokenizer, english):
     model = ScriptedModel([-1])  # never finds its target: every start is on [CLS]/padding logits of 0
     for question in ("", "   ", "?!"):
         result = answer_question(english, question, model=model, tokenizer=tokenizer)
-        assert result.no_answer and result.answers == [] and "Please type a question" in result.message
+        assert result.no_answer and result.answers == [] and "Please type a question" in result.note
     assert model.calls == []
 
 
@@ -160,7 +160,7 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
     assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode"}
     assert "attention" not in result.timings  # answering never reruns a window for its attention
     assert all(t >= 0 for t in result.timings.values())
-    assert 1 <= len(result.answers) <= 4 and result.n_windows > 1 and result.device == "cpu"
+    assert 1 <= len(result.answers) <= 4 and result.n_windows > 1
     assert sum(a.probability for a in result.answers) == pytest.approx(1.0)
     assert all(a.probability >= b.probability for a, b in zip(result.answers, result.answers[1:]))
     for answer in result.answers:
@@ -186,7 +186,7 @@ def test_single_window_is_one_model_call_and_mixed_language(tokenizer):
     document = clean_document(read_pasted_text("LittleBird는 긴 문서를 읽는다. It reads long documents in one pass.\n"))
     result = answer_question(document, "What does LittleBird read?", model=tiny_model_for_tokenizer(), tokenizer=tokenizer)
     assert result.n_windows == 1 and result.window_token_spans == [(0, result.n_tokens)]
-    assert result.question_language == "en" and document.language in ("mixed", "ko")
+    assert document.language in ("mixed", "ko")
 
 
 def test_tokenization_cache_tells_apart_documents_with_equal_model_text(tokenizer):

@@ -26,9 +26,8 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.errors import DocumentError
 from littlebird.app.examples import choose_example, find_example, load_examples, web_pages
 from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
-from littlebird.app.qa import Answer, QAResult
 from littlebird.documents.upload import read_pasted_text, read_upload
-from littlebird.reader import ReadingOptions, ReadingStopped
+from littlebird.reader import Answer, Reading, ReadingOptions, ReadingStopped
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
@@ -52,14 +51,13 @@ def ask_as_the_page(source: str, question: str, settings: asking.Settings, **opt
     return view, after_reading(view, question, settings, kept)
 
 
-def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = False) -> QAResult:
-    """A QAResult with the given spans of ``text`` as its n-best, best first."""
+def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = False) -> Reading:
+    """A Reading with the given spans of ``text`` as its n-best, best first, as the page gets one."""
     n = len(answers)
-    return QAResult(
+    return Reading(
         answers=[Answer(text[s:e], s, e, score=1.0 - i, probability=1 / n, window=0) for i, (s, e) in enumerate(answers)],
         no_answer=no_answer, answerable_probability=0.9, timings={"fetch": 0.0, "clean": 0.01, "model": 0.5},
-        n_tokens=1234, n_windows=2, question_language="en", device="cpu", window_token_spans=[(0, 1000), (500, 1234)],
-        message=None,
+        n_tokens=1234, window_token_spans=[(0, 1000), (500, 1234)], question_length=12,
     )  # fmt: skip
 
 
@@ -217,11 +215,11 @@ def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     for stage in ("Reading", "Cleaning", "model"):
         assert any(stage in message for _, message in reports), stage
-    assert "attention" not in view.result.timings  # asking never reruns a window for its attention
+    assert "attention" not in view.reading.timings  # asking never reruns a window for its attention
 
-    best = view.result.answers[0]
+    best = view.reading.answers[0]
     assert view.document.text[best.start : best.end] == best.text
-    assert view.n_best[0][1] == best.text and len(view.n_best) == len(view.result.answers)
+    assert view.n_best[0][1] == best.text and len(view.n_best) == len(view.reading.answers)
     assert 'id="lb-answer"' in view.document_html
     assert "tokens" in view.stats
 
@@ -265,7 +263,7 @@ def test_the_head_atlas_menu_lists_the_heads_highest_first_and_sets_layer_and_he
 def test_the_explorer_without_a_question_shows_what_to_do(settings):
     quick = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(n_best=2, max_length=512))
     view, target = ask_as_the_page("paste", "When was it printed?", quick, pasted=SHORT_DOCUMENT)
-    assert target is not None and len(view.result.answers) <= 2
+    assert target is not None and len(view.reading.answers) <= 2
     summary, plots, _ = explain(None)
     assert summary is None and "Ask a question" in plots["answer"].layout.annotations[0].text
 
@@ -274,7 +272,7 @@ def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settin
     pasted = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
     settings = replace(settings, reading=replace(settings.reading, max_length=512, max_windows=3))
     view, target = ask_as_the_page("paste", "When was the bell cast?", settings, pasted=pasted)
-    result = view.result
+    result = view.reading
     assert len(target.windows) == result.windows_planned > 3 and target.answers == tuple(result.answers)
     best = result.answers[0]
     assert target.aim == AnswerChoice(0) and target.answer_span == (best.start, best.end)
@@ -349,7 +347,7 @@ def test_ask_passes_should_stop_to_the_reader(settings):
     with pytest.raises(ReadingStopped):
         asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT, should_stop=lambda: True)
     view = asking.ask("paste", "When was it printed?", settings, pasted=SHORT_DOCUMENT, should_stop=lambda: False)
-    assert view.result.answers
+    assert view.reading.answers
 
 
 # ---- bounds: document size and time per question ----------------------------------------
@@ -415,12 +413,12 @@ def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeyp
     settings = replace(settings, reading=replace(settings.reading, max_length=512))
     view = asking.ask("paste", "When was Jikji printed?", settings, pasted=pasted,
                   report=lambda fraction, message: reports.append(message))
-    planned = view.result.windows_planned
-    assert view.result.n_windows == 1 < planned
-    assert f"Read 1 of {planned} windows" in view.result.message and "ran out" in view.result.message
+    planned = view.reading.windows_planned
+    assert view.reading.n_windows == 1 < planned
+    assert f"Read 1 of {planned} windows" in view.reading.note and "ran out" in view.reading.note
     assert f"Read 1 of {planned} windows" in view.answer_html and f"1 of {planned} windows read ·" in view.stats
     assert any("window 1 of" in message for message in reports)
-    assert payloads.api_payload(view.result, view.document)["message"] == view.result.message
+    assert payloads.api_payload(view.reading, view.document, view.device)["message"] == view.reading.note
 
 
 # ---- the model -------------------------------------------------------------------------
@@ -521,10 +519,10 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
     np.testing.assert_array_equal(arrays["metric_prior"], summary.head_metrics["prior"])
     assert tuple(arrays["rollout_tokens"]) == summary.rollout_tokens and arrays["rollout"].shape[:2] == (2, 3)
     assert tuple(arrays["block_labels"]) == summary.block_labels and tuple(arrays["answer_tokens"]) == summary.answer_tokens
-    best = view.result.answers[0]
+    best = view.reading.answers[0]
     assert metadata["question"] == "Where was Jikji printed?" and metadata["checkpoint"] == TEST_MODEL
     assert (metadata["layer"], metadata["head"], metadata["metric"]) == (1, 2, "entropy")
-    assert metadata["window"] == {"index": 0, "tokens": [0, view.result.n_tokens], "first_pass_rank": 1, "read": 1,
+    assert metadata["window"] == {"index": 0, "tokens": [0, view.reading.n_tokens], "first_pass_rank": 1, "read": 1,
                                   "windows": 1}
     assert metadata["answer"]["text"] == best.text and metadata["answer"]["rank"] == 1
     import zipfile
@@ -559,7 +557,7 @@ def test_the_token_view_shows_any_token_of_the_explained_window(settings):
     capture = CAPTURES.get(capture_key(target))
     assert len(CAPTURES) == 1 and capture.n_tokens == summary.n_tokens and capture.num_layers == 2
     keys, figure = explain_token(target, layer=1, head=2)  # opens on the answer's first token
-    best = view.result.answers[0]
+    best = view.reading.answers[0]
     assert keys.token == capture.default_token and keys.text in best.text
     assert (keys.layer, keys.head) == (1, 2) and f"Token {keys.token}" in figure.layout.title.text
     assert keys.weight.sum() == pytest.approx(1.0, abs=1e-5)

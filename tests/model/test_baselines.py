@@ -275,7 +275,7 @@ def test_the_app_loads_a_baseline_checkpoint_with_the_explorer_off(tmp_path, doc
     target = after_reading(view, "Where was Jikji printed?", settings, kept)
     assert kept.nbytes == 0
     summary, opened, _ = explain(target, layer=1, head=1)  # the user opens the explorer
-    assert summary is None and view.result.answers
+    assert summary is None and view.reading.answers
     for plots in (opened, explorer_plots.explore(None, str(tmp_path), layer=1, head=1)):
         assert {"block_map", "answer", "pack", "curves"} <= set(plots)
         assert all(loaded.explorer_note in fig.layout.annotations[0].text for fig in plots.values())
@@ -295,4 +295,4 @@ def test_the_app_reads_no_further_than_a_baselines_positions(tmp_path, kind):
     settings = asking.Settings(checkpoint=str(tmp_path), reading=ReadingOptions(max_length=512))
     view = asking.ask("paste", "Where was Jikji printed?", settings,
                       pasted=text)
-    assert view.result.n_windows > 1 and view.result.answers
+    assert view.reading.n_windows > 1 and view.reading.answers

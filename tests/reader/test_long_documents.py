@@ -178,10 +178,10 @@ def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
     settings = asking.Settings(checkpoint=TEST_MODEL, reading=ReadingOptions(max_length=512))
     text = haystack(40, needle_at=30, needle=KOREAN_NEEDLE)
     view = asking.ask("paste", "측우기는 누가 만들었나?", settings, pasted=text)
-    assert "attention" not in view.result.timings and view.result.n_windows <= DEFAULT_MAX_WINDOWS
+    assert "attention" not in view.reading.timings and view.reading.n_windows <= DEFAULT_MAX_WINDOWS
     target = after_reading(view, "측우기는 누가 만들었나?", settings)
-    best = view.result.answers[0]
-    assert target.document_start == view.result.window_token_spans[best.window][0]
+    best = view.reading.answers[0]
+    assert target.document_start == view.reading.window_token_spans[best.window][0]
     assert target.answer_span == (best.start, best.end)
     summary, plots, seconds = explain(target, layer=1, head=0)
     assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"} and seconds > 0

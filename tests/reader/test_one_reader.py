@@ -14,18 +14,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from littlebird.app.asking import DEFAULT_APP_READING, answer_document
+from littlebird.app.asking import answer_document
 from littlebird.documents.clean import clean_document
 from littlebird.app.examples import find_example
 from littlebird.app.qa import answer_question
 from littlebird.documents.upload import read_pasted_text
 from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
-from littlebird.reader import (DEFAULT_MAX_WINDOWS, GLIMPSE_KEEP, GLIMPSE_TOKENS, MIN_WINDOWS_BEFORE_GIVING_UP,
-                               MIN_WINDOWS_BEFORE_STOP, ReadingOptions)
+from littlebird.reader import (DEFAULT_MAX_WINDOWS, DEFAULT_READING, GLIMPSE_KEEP, GLIMPSE_TOKENS,
+                               MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP, ReadingOptions)
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
-DEFAULT_THRESHOLD = DEFAULT_APP_READING.no_answer_threshold  # the app's
+DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa"
 
@@ -155,4 +155,4 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
         assert json.loads(output.read_text())["predictions"][0]["n_windows"] == expected
     result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(),
                              options=ReadingOptions(max_length=128))
-    assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.message
+    assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.note

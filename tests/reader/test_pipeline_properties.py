@@ -56,7 +56,7 @@ def check_answers(document, question):
     if result.answers:
         assert abs(sum(a.probability for a in result.answers) - 1) < 1e-6
     else:
-        assert result.no_answer and result.message
+        assert result.no_answer and result.note
     assert result.n_windows == len(result.window_token_spans)
 
 

@@ -15,7 +15,11 @@ from transformers import BertConfig, BertModel
 from littlebird.answer_text import tidy_answer_span
 from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
+    Bm25Ranking,
+    ReadingContext,
     ReadingOptions,
+    decode,
+    plan_windows,
     MAX_QUESTION_TOKENS,
     Candidate,
     MIN_WINDOWS_BEFORE_GIVING_UP,
@@ -217,6 +221,25 @@ def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     assert empty.answers == [] and empty.no_answer and empty.n_windows == 0
 
 
+def test_decode_gives_a_script_with_the_windows_logits_the_readers_answers(tokenizer):
+    model = tiny_model_for_tokenizer()
+    question = "How deep is Lake Baikal?"
+    options = ReadingOptions(max_length=128, stride=48, max_windows=None, n_best=3)
+    reading = read(question, TEXT, model=model, tokenizer=tokenizer, options=options, tidy=tidy_answer_span)
+    plan = plan_windows(question, TEXT, model=model, tokenizer=tokenizer, options=options)  # the reader's steps ...
+    Bm25Ranking().run(plan, ReadingContext(model, tokenizer, options))
+    input_ids, attention_mask = build_windows(plan.prefix, plan.encoded.input_ids, plan.starts, plan.capacity,
+                                              plan.ids.pad)
+    logits = run_windows(model, input_ids, attention_mask, top_k_starts=options.top_k_starts,
+                         max_answer_length=options.max_answer_length)  # ... by hand, as a script takes them
+    decoded = decode(logits, plan.encoded.spans, len(plan.prefix), plan.starts, TEXT, n_best=3, tidy=tidy_answer_span)
+    assert reading.n_windows == len(plan.order) > 8 and decoded.answers == reading.answers
+    assert decoded.answerable_probability == reading.answerable_probability
+    assert [w.best_span_score for w in sorted(reading.windows, key=lambda w: w.read)] == [
+        None if not np.isfinite(score) else score for score in decoded.best_span_scores]
+    assert [a.text for a in decode(logits.head(2), plan.encoded.spans, len(plan.prefix), plan.starts[:2], TEXT).answers]
+
+
 class CountingModel(torch.nn.Module):
     """Wraps a model and counts the windows it is asked to read."""
 
@@ -395,9 +418,11 @@ def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer)
         torch.set_num_threads(threads)
     read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
          options=ReadingOptions(cpu_mode="bf16-linear"))
-    assert model.littlebird_cpu_mode == "bf16-linear"
-    assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
     from littlebird import inference
+
+    assert inference.cpu_mode_of(model) == "bf16-linear"
+    assert any(type(m).__name__ == "BF16Linear" for m in model.modules())
+    assert not [name for name in vars(model) if name.startswith("littlebird_")]  # the reader writes nothing onto it
 
     asked = []
     resolve = inference.resolve_cpu_mode

@@ -57,7 +57,7 @@ class ExplorerTarget:
     def of(cls, view: AskView, question: str, settings: Settings) -> ExplorerTarget | None:
         """The target of ``view``'s answer to ``question``, aimed at the best answer's window (the
         first window read, without one); None when nothing was read."""
-        result = view.result
+        result = view.reading
         if not any(w.read is not None for w in result.windows):
             return None
         target = cls(view.document, question, settings.checkpoint, settings.reading.max_length, tuple(result.windows),
