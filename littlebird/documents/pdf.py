@@ -12,7 +12,6 @@ each page starts in the shown text (``Document.page_starts``).
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from littlebird.documents import formats
+from littlebird.documents.child import run_bounded
 from littlebird.documents.decode import RawDocument, TextBlock
 from littlebird.documents.errors import DocumentError
 
@@ -57,16 +57,9 @@ def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: floa
     Returns its JSON object; raises DocumentError, in words for the user, for a PDF that takes longer than
     ``seconds``, needs more than ``memory_bytes``, or crashes PDFium.
     """
-    def limit_memory() -> None:  # in the child, before it runs PDFium
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-
-    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     try:
-        done = subprocess.run([sys.executable, str(_WORKER), str(max_pages)], input=data, capture_output=True,
-                              timeout=seconds, env=environment,
-                              preexec_fn=limit_memory if sys.platform != "win32" else None)
+        done = run_bounded([sys.executable, str(_WORKER), str(max_pages)], data, seconds=seconds,
+                           memory_bytes=memory_bytes, environment={"PYTHONIOENCODING": "utf-8"})
     except subprocess.TimeoutExpired:
         raise DocumentError(f"Reading this PDF's text took longer than {seconds:g} seconds, the most this app spends "
                             "on it. Please upload the pages you need as a smaller PDF.") from None
