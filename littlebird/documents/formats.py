@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from littlebird.documents.decode import RawDocument
 
 MAX_TEXT_BYTES = 5_000_000  # an HTML, text or Markdown file or page: its text is all there is
-MAX_FILE_BYTES = 50_000_000  # a PDF, Word file or picture: pictures and fonts make these far larger than their text
+MAX_FILE_BYTES = 50_000_000  # a PDF, Word file or image: pictures and fonts make these far larger than their text
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,15 @@ FORMATS: tuple[Format, ...] = (
     Format("docx", "Word (.docx)", (".docx",),
            ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
            starts=(b"PK\x03\x04",), holds=b"word/", reader="littlebird.documents.word:read_docx"),
+    # Images of pages, read by OCR (littlebird/documents/image.py).
+    Format("png", "PNG", (".png",), ("image/png",), starts=(b"\x89PNG\r\n\x1a\n",),
+           reader="littlebird.documents.image:read_image"),
+    Format("jpeg", "JPEG", (".jpg", ".jpeg"), ("image/jpeg", "image/pjpeg"), starts=(b"\xff\xd8\xff",),
+           reader="littlebird.documents.image:read_image"),
+    Format("tiff", "TIFF", (".tif", ".tiff"), ("image/tiff",), starts=(b"II*\x00", b"MM\x00*"),
+           reader="littlebird.documents.image:read_image"),
+    Format("webp", "WebP", (".webp",), ("image/webp",), starts=(b"RIFF",), holds=b"WEBP",
+           reader="littlebird.documents.image:read_image"),
     Format("html", "HTML", (".html", ".htm"), ("text/html", "application/xhtml+xml"), markup=True,
            max_bytes=MAX_TEXT_BYTES),
     Format("text", "text", (".txt",), ("text/plain",), max_bytes=MAX_TEXT_BYTES),
