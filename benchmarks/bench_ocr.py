@@ -2,16 +2,17 @@
 made from, in English and Korean, and the seconds `littlebird ask` takes on a 10-page scan.
 
     python benchmarks/bench_ocr.py                 # 4 pages a language for the first two tables, 10 for the last
-    python benchmarks/bench_ocr.py --pages 2 --ask-pages 10
+    python benchmarks/bench_ocr.py --tables bindings --repeats 5
 
 The pages are the example report's (``scripts/make_example_pdf.py``) in English and Korean, scanned at 200 dpi
 (``scripts/make_example_scan.py``: rendered to grey images, saved as a PDF of images only) and rendered again at
 300 dpi, as the app renders a scanned page. Tables:
 
 1. Bindings: seconds a page with Tesseract 5, ``kor+eng``, layout mode 6, words with their boxes, one thread; the
-   tesseract program in a child process per page (the app's), pytesseract (which runs that program too) and
-   tesserocr (Tesseract in this process, its model loaded once). Rows without their package installed are left
-   out (``pip install pytesseract tesserocr``; the app needs neither).
+   tesseract program in a child process per page (the app's, the page sent in PNG, and in PGM), pytesseract
+   (which runs that program too, through files) and tesserocr (Tesseract in this process, its model loaded
+   once). Rows without their package installed are left out (``pip install pytesseract tesserocr``; the app
+   needs neither).
 2. Character error rate: edit distance between what OCR read and the page's text (its PDF text layer), over the
    page's characters, with runs of white space as one space ("CER") and with no white space at all ("CER
    without spaces": Tesseract's Korean data often reads a word's syllables apart, "도 서 관 은", which that
@@ -28,6 +29,7 @@ import io
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,23 +65,32 @@ def error_rates(read: list[str], truth: list[str]) -> tuple[float, float]:
     return tuple(sum(distance(r, t) for r, t in pairs) / sum(len(t) for _, t in pairs) for pairs in (spaced, bare))
 
 
+def _png(image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=1)
+    return out.getvalue()
+
+
 def _pgm(image) -> bytes:
     out = io.BytesIO()
     image.save(out, "PPM")
     return out.getvalue()
 
 
-def program_words(image, languages: str = "kor+eng", layout: int = 6) -> str:
-    """The page's words by the tesseract program in a child process, as the app runs it."""
+def program_words(image, languages: str = "kor+eng", layout: int = 6, encode=_png) -> str:
+    """The page's words by the tesseract program in a child process, as the app runs it (the page in PNG on its
+    standard input; ``encode=_pgm`` sends uncompressed PGM instead)."""
     done = subprocess.run(["tesseract", "stdin", "stdout", "-l", languages, "--psm", str(layout), "--dpi", "300",
-                           "tsv"], input=_pgm(image), capture_output=True, check=True)
+                           "tsv"], input=encode(image), capture_output=True, check=True)
     rows = [row.split("\t") for row in done.stdout.decode("utf-8").splitlines()[1:]]
     return " ".join(row[11] for row in rows if len(row) == 12 and row[0] == "5" and row[11].strip())
 
 
 def _bindings() -> dict:
     """{name: function(image) -> words} for each binding installed."""
-    bindings = {"tesseract program, a child process per page (the app's)": program_words}
+    bindings = {"tesseract program, a child process per page, PNG on its input (the app's)": program_words,
+                "tesseract program, a child process per page, PGM on its input":
+                    lambda image: program_words(image, encode=_pgm)}
     try:
         import pytesseract
 
@@ -122,39 +133,64 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=4, help="pages a language for the bindings and error rates")
     parser.add_argument("--ask-pages", type=int, default=10, help="pages of the scan `littlebird ask` reads")
+    parser.add_argument("--repeats", type=int, default=3, help="runs a page for the bindings; the median is shown")
+    parser.add_argument("--tables", default="bindings,errors,ask", help="which tables to print, by name")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from littlebird.documents.pdf import read_pdf
-
     scan = _scan_module()
     scans = {language: scan.report_scan(language, pages=args.pages) for language in ("en", "ko")}
     images = {language: scan.rendered_pages(data, dpi=300) for language, (data, _) in scans.items()}
-    names = {"en": "English", "ko": "Korean"}
+    if "bindings" in args.tables:
+        _bindings_table(images, args.pages, args.repeats)
+    if "errors" in args.tables:
+        _errors_table(scans, images, args.pages)
+    if "ask" in args.tables:
+        _ask_table(scan, args.ask_pages)
 
-    print(f"Bindings: seconds a page ({args.pages} pages a language at 300 dpi, kor+eng, layout 6, one thread)\n")
+
+def _bindings_table(images: dict, pages: int, repeats: int) -> None:
+    """Table 1: each binding's seconds a page, the median of ``repeats`` runs a page, the bindings taking turns
+    so that a busy spell of the machine falls on all of them."""
+    print(f"Bindings: seconds a page ({pages} pages a language at 300 dpi, kor+eng, layout 6, one thread; "
+          f"medians of {repeats})\n")
     print("| binding | English s/page | Korean s/page | vs the program |")
     print("|---|---:|---:|---:|")
+    bindings = _bindings()
+    times = {(name, language, page): [] for name in bindings for language in images
+             for page in range(len(images[language]))}
+    for _ in range(repeats):
+        for language, page_images in images.items():
+            for page, image in enumerate(page_images):
+                for name, binding in bindings.items():
+                    start = time.perf_counter()
+                    binding(image)
+                    times[name, language, page].append(time.perf_counter() - start)
     baseline = None
-    for name, binding in _bindings().items():
-        seconds = {}
-        for language, pages in images.items():
-            start = time.perf_counter()
-            for image in pages:
-                binding(image)
-            seconds[language] = (time.perf_counter() - start) / len(pages)
+    for name in bindings:
+        seconds = {language: statistics.mean(statistics.median(times[name, language, page])
+                                             for page in range(len(page_images)))
+                   for language, page_images in images.items()}
         total = sum(seconds.values())
         baseline = baseline or total
         print(f"| {name} | {seconds['en']:.2f} | {seconds['ko']:.2f} | {total / baseline:.2f}x |")
     from PIL import Image
 
     blank = Image.new("L", (200, 100), 255)
-    start = time.perf_counter()
+    starting = []
     for _ in range(5):
+        start = time.perf_counter()
         program_words(blank)
-    print(f"\nThe program on a blank 200 x 100 image (starting and loading kor+eng only): "
-          f"{(time.perf_counter() - start) / 5:.2f} s")
+        starting.append(time.perf_counter() - start)
+    print(f"\nThe program on a blank 200 x 100 image (starting and loading kor+eng only, median of 5): "
+          f"{statistics.median(starting):.2f} s")
 
-    print(f"\nCharacter error rate against the pages' text ({args.pages} pages a language)\n")
+
+def _errors_table(scans: dict, images: dict, pages: int) -> None:
+    """Table 2: the character error rates of the app's reading and of other settings of the program."""
+    from littlebird.documents.pdf import read_pdf
+
+    names = {"en": "English", "ko": "Korean"}
+    print(f"\nCharacter error rate against the pages' text ({pages} pages a language)\n")
     print("| reading | language | CER | CER without spaces | s/page |")
     print("|---|---|---:|---:|---:|")
     for language, (data, truth) in scans.items():
@@ -171,8 +207,13 @@ def main(argv: list[str] | None = None) -> None:
             cer, bare = error_rates(read, truth)
             print(f"| {languages}, layout {layout} | {names[language]} | {cer:.3f} | {bare:.3f} | {seconds:.2f} |")
 
-    print(f"\nEnd to end: a {args.ask_pages}-page English scan\n")
-    data, _ = scan.report_scan("en", pages=args.ask_pages)
+
+def _ask_table(scan, n_pages: int) -> None:
+    """Table 3: `littlebird ask` on an ``n_pages``-page English scan, and the reading alone."""
+    from littlebird.documents.pdf import read_pdf
+
+    print(f"\nEnd to end: a {n_pages}-page English scan\n")
+    data, _ = scan.report_scan("en", pages=n_pages)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "scan.pdf"
         path.write_bytes(data)

@@ -2,12 +2,13 @@
 with its Korean data, ``tesseract-ocr-kor``).
 
 Each page is read by one ``tesseract`` child process (:func:`littlebird.documents.child.run_bounded`) that takes
-the page on standard input and writes TSV: every word with its box and its block, paragraph and line numbers.
-A child is bounded in time and memory, and a crash in it refuses a file instead of ending the server;
-``benchmarks/bench_ocr.py`` measured it against tesserocr and pytesseract (docs/performance.md, "Scans (OCR)").
-The same measurement chose the two settings: the languages ``kor+eng`` (Korean first: English pages read as well
-as with ``eng`` alone, Korean ones far better than with ``eng+kor``) and layout mode 6, one block of text
-(Tesseract's automatic layout, mode 3, loses most of some Korean pages).
+the page in PNG on standard input and writes TSV: every word with its box and its block, paragraph and line
+numbers. A child is bounded in time and memory, and a crash in it refuses a file instead of ending the server.
+``benchmarks/bench_ocr.py`` measured it against pytesseract (the same speed) and tesserocr (a quarter faster, from
+loading the model once and the newer Tesseract its wheel bundles, but inside the server, unbounded, and one more
+dependency that still needs the system's language data): docs/performance.md, "Scans (OCR)". The same
+measurement chose the settings: the languages ``kor+eng`` and layout mode 6, one block of text (Tesseract's
+automatic layout, mode 3, loses most of a Korean page), and a page mostly in Hangul read again in Korean alone.
 
 :func:`read_pictures` reads the pages of a scan or a picture within one time budget, a few pages at a time,
 and gives each page's paragraphs (TextBlocks that carry the page's number), its words' boxes and a small image
@@ -96,27 +97,29 @@ def tesseract_command(languages: str = LANGUAGES) -> str:
     """The tesseract program to run (``LITTLEBIRD_TESSERACT``, else the one on PATH), once it is known to have
     ``languages``' data. Raises DocumentError saying what to install where it or a language's data is missing."""
     command = os.environ.get(TESSERACT_VARIABLE) or shutil.which("tesseract")
-    if not command or not shutil.which(command):
-        raise DocumentError("Reading scans and pictures needs Tesseract OCR, which is not installed here. Please "
+    try:
+        installed = _installed_languages(command) if command and shutil.which(command) else None
+    except (OSError, subprocess.SubprocessError):
+        installed = None
+    if installed is None:
+        raise DocumentError("Reading scans and images needs Tesseract OCR, which is not installed here. Please "
                             f"install it with its Korean data (on Debian or Ubuntu: {INSTALL_COMMAND}), or upload "
                             "a PDF with a text layer.")
-    missing = [language for language in languages.split("+") if language not in _installed_languages(command)]
+    missing = [language for language in languages.split("+") if language not in installed]
     if missing:
         names = " and ".join(_LANGUAGE_PACKAGES.get(language, (language, ""))[0] for language in missing)
         packages = " ".join(_LANGUAGE_PACKAGES.get(language, ("", f"tesseract-ocr-{language}"))[1]
                             for language in missing)
         raise DocumentError(f"Tesseract OCR is installed here without its {names} data, which reading scans and "
-                            f"pictures needs. Please install it (on Debian or Ubuntu: apt-get install {packages}).")
+                            f"images needs. Please install it (on Debian or Ubuntu: apt-get install {packages}).")
     return command
 
 
 @functools.lru_cache(maxsize=8)
 def _installed_languages(command: str) -> frozenset[str]:
-    """The languages whose data ``command`` finds (``tesseract --list-langs``)."""
-    try:
-        done = subprocess.run([command, "--list-langs"], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset()
+    """The languages whose data ``command`` finds (``tesseract --list-langs``); a program that cannot be run
+    raises, and is asked again next time."""
+    done = subprocess.run([command, "--list-langs"], capture_output=True, timeout=30, check=True)
     # The first line names the data folder; the rest are languages (older versions write them to stderr).
     lines = (done.stdout or done.stderr).decode("utf-8", "replace").splitlines()
     return frozenset(line.strip() for line in lines[1:] if line.strip())
@@ -171,7 +174,9 @@ def read_pictures(pictures: Iterable[Picture], *, n_pages: int, what: str, langu
 
 def _prepare(image: "Image.Image") -> tuple[tuple[int, int], bytes, PageImage]:
     """The picture as OCR reads it (grey, on white where it was transparent, at most :data:`MAX_OCR_PIXELS`): its
-    size, its bytes in PGM (nothing to compress), and the small page image for showing answers."""
+    size, its bytes in PNG at the fastest compression (Tesseract reads a page from PNG about 30% faster than
+    from uncompressed PGM, encoding included: ``benchmarks/bench_ocr.py``), and the small page image for showing
+    answers."""
     from PIL import Image
 
     if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
@@ -182,7 +187,7 @@ def _prepare(image: "Image.Image") -> tuple[tuple[int, int], bytes, PageImage]:
         image = image.resize((max(1, int(image.width * factor)), max(1, int(image.height * factor))),
                              Image.Resampling.LANCZOS, reducing_gap=3.0)
     data = io.BytesIO()
-    image.save(data, "PPM")
+    image.save(data, "PNG", compress_level=1)
     small = image.copy()
     small.thumbnail((PAGE_IMAGE_SIDE, PAGE_IMAGE_SIDE), Image.Resampling.LANCZOS)
     png = io.BytesIO()

@@ -215,8 +215,13 @@ def test_ocr_over_its_time_limit_is_refused_saying_how_far_it_got():
     assert "took longer than 0.05 seconds" in refusal(read_pdf, pdf, source="slow.pdf", ocr_seconds=0.05)
 
 
-def test_without_tesseract_a_scan_is_refused_saying_what_to_install(monkeypatch, tmp_path):
-    monkeypatch.setenv(TESSERACT_VARIABLE, str(tmp_path / "no-tesseract"))
+@pytest.mark.parametrize("program", [None, "#!/bin/sh\nexit 127\n"], ids=["missing", "broken"])
+def test_without_tesseract_a_scan_is_refused_saying_what_to_install(program, monkeypatch, tmp_path):
+    path = tmp_path / "tesseract"
+    if program:
+        path.write_text(program)
+        path.chmod(0o755)
+    monkeypatch.setenv(TESSERACT_VARIABLE, str(path))
     picture = encoded(Image.new("L", (200, 100), 255), "PNG")
     for data, name in [(picture, "page.png"), (scan.image_pdf([Image.new("L", (200, 100), 255)]), "scan.pdf")]:
         message = refusal(read_upload, data, filename=name)
