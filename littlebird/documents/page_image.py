@@ -38,8 +38,9 @@ def answer_crop(document: Document, start: int, end: int) -> bytes | None:
     image = Image.open(io.BytesIO(page_image.png)).convert("RGB")
     lines = [[round(value * page_image.scale) for value in line] for line in _answer_lines(boxes)]
     height = statistics.median(bottom - top for _, top, _, bottom in lines)
-    top = max(0, min(line[1] for line in lines) - CONTEXT_LINES * 2 * height)
-    bottom = min(image.height, max(line[3] for line in lines) + CONTEXT_LINES * 2 * height)
+    context = round(CONTEXT_LINES * 2 * height)  # from one line to the next is about twice a word's height
+    top = max(0, min(line[1] for line in lines) - context)
+    bottom = min(image.height, max(line[3] for line in lines) + context)
     crop = image.crop((0, top, image.width, bottom))
     draw = ImageDraw.Draw(crop)
     width = max(2, round(height / 8))
