@@ -1,9 +1,9 @@
 """A Hugging Face Space from the working tree: the folder `littlebird space DIR` writes, and its upload.
 
 :func:`write_space` copies what the app needs to run (``app.py``, the ``littlebird`` package, the
-checkpoint and the examples) and writes the three files a Space reads: ``requirements.txt`` (from
-``pyproject.toml``), ``README.md`` (the Space's front matter, then the repository README) and
-``.gitattributes`` (what Git LFS stores). The folder can be pushed with git as it is, or uploaded
+checkpoint and the examples) and writes the four files a Space reads: ``requirements.txt`` (from
+``pyproject.toml``), ``packages.txt`` (the Debian packages: Tesseract OCR, which reads scans), ``README.md`` (the
+Space's front matter, then the repository README) and ``.gitattributes`` (what Git LFS stores). The folder can be pushed with git as it is, or uploaded
 with :func:`push_space`.
 """
 
@@ -44,6 +44,9 @@ FRONT_MATTER = {
     "short_description": "Question answering over long Korean and English documents",
 }
 TORCH_VERSION = "2.13.0"  # the torch the Space installs, pinned so that a rebuild gets what was tested
+# The Debian packages the Space installs (its packages.txt): Tesseract OCR and its Korean data, which read scans
+# and images (littlebird/documents/ocr.py); its English data comes with tesseract-ocr.
+SPACE_PACKAGES = ("tesseract-ocr", "tesseract-ocr-kor")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ def space_requirements(pyproject: Path, hardware: str = "cpu") -> str:
     header = (f"# Generated from {pyproject.name} by littlebird.space.write_space for {hardware} hardware: torch "
               "for it, then the [project] dependencies and the app extra.")
     return "\n".join([header, *spec.torch, *requirements, *spec.extra]) + "\n"
+
+
+def space_packages() -> str:
+    """``packages.txt`` for a Space: the Debian packages it installs (:data:`SPACE_PACKAGES`), one a line."""
+    return "\n".join(SPACE_PACKAGES) + "\n"
 
 
 def repository_url(pyproject: Path) -> str:
@@ -194,7 +202,7 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY, hardwar
     The folder holds ``app.py``, the ``littlebird`` package (without ``__pycache__`` or tests), the
     checkpoint ``assets/littlebird-qa``, ``assets/examples``, LICENSE, the images the README shows, a
     ``requirements.txt`` from ``pyproject.toml`` with torch for ``hardware`` ("cpu", the default, the
-    free Space's; "zero-gpu" or "gpu"), a ``README.md`` with the Space's front matter (suggesting that
+    free Space's; "zero-gpu" or "gpu"), a ``packages.txt`` with Tesseract OCR, a ``README.md`` with the Space's front matter (suggesting that
     hardware) and links into the repository (``[project.urls] Repository``), and a ``.gitattributes``
     that puts large and binary files in Git LFS, so that a ``git push`` of it to a Space is accepted. Raises ValueError for a directory that exists and is not empty, unless an
     earlier call wrote it (then it is rewritten, keeping a ``.git`` inside), and for a ``root`` that
@@ -216,6 +224,7 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY, hardwar
         else:
             shutil.copy2(source, target)
     (directory / "requirements.txt").write_text(space_requirements(root / "pyproject.toml", hardware), encoding="utf-8")
+    (directory / "packages.txt").write_text(space_packages(), encoding="utf-8")
     (directory / "README.md").write_text(readme, encoding="utf-8")
     (directory / ".gitattributes").write_text(space_gitattributes(directory), encoding="utf-8")
     return directory

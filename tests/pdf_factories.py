@@ -1,5 +1,6 @@
 """PDF, Word and Hangul files for the tests, made on the fly: the example report in English and Korean
-(``scripts/make_example_pdf.py``), laid-out lines, a scan, a locked file, and bombs."""
+(``scripts/make_example_pdf.py``) and its scan (``scripts/make_example_scan.py``), laid-out lines, tables, a blank
+scan, a locked file, and bombs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ _SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_example_pdf.py
 _spec = importlib.util.spec_from_file_location("make_example_pdf", _SCRIPT)
 report = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(report)
+_scan_spec = importlib.util.spec_from_file_location("make_example_scan", _SCRIPT.with_name("make_example_scan.py"))
+scan = importlib.util.module_from_spec(_scan_spec)  # scans made from text we have (scripts/make_example_scan.py)
+_scan_spec.loader.exec_module(scan)
 
 
 @functools.lru_cache(maxsize=2)
@@ -78,17 +82,23 @@ def table_pdf(title: str, before: str, rows: list[tuple[str, ...]], after: str =
     return bytes(pdf.output())
 
 
-def scanned_pdf(pages: int = 2) -> bytes:
-    """A PDF of page images and no text layer, as a scanner makes."""
+def blank_page(seed: int = 0):
+    """A blank page as a scanner sees one at 200 dpi: white A4 with a few grey specks of dust."""
+    import random
+
     from PIL import Image, ImageDraw
 
-    pdf = _pdf()
-    for number in range(pages):
-        image = Image.new("L", (400, 560), 255)
-        ImageDraw.Draw(image).text((40, 40), f"Scanned page {number + 1}: only pixels here", fill=0)
-        pdf.add_page()
-        pdf.image(image, x=10, y=10, w=190)
-    return bytes(pdf.output())
+    image = Image.new("L", (1654, 2339), 255)
+    draw, chance = ImageDraw.Draw(image), random.Random(seed)
+    for _ in range(40):
+        x, y, size = chance.randrange(1600), chance.randrange(2300), chance.randrange(1, 4)
+        draw.ellipse((x, y, x + size, y + size), fill=chance.randrange(90, 200))
+    return image
+
+
+def blank_scan_pdf(pages: int = 1) -> bytes:
+    """A PDF of page images and no text layer, as a scanner makes, of blank pages."""
+    return scan.image_pdf([blank_page(number) for number in range(pages)])
 
 
 def locked_pdf() -> bytes:

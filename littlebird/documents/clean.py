@@ -17,7 +17,7 @@ import numpy as np
 import trafilatura
 from lxml import etree, html as lxml_html
 
-from littlebird.documents.decode import RawDocument, TextBlock
+from littlebird.documents.decode import PageImage, RawDocument, TextBlock, WordBox
 from littlebird.documents.errors import DocumentError
 from littlebird.language import detect_language
 from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, Slot, TableCell, check_table_form, glue_needed, plain,
@@ -55,7 +55,9 @@ class Document:
     row of every HTML table, ``(table, start, end)``: the table's number in document order and the row's
     range in the model text, from its ``<tr>`` token to the end of its last cell. ``page_starts[k]`` is where page
     k + 1 of a PDF, or of a Word file that records its page breaks, starts in ``text`` (empty for documents
-    without pages).
+    without pages). A document read by OCR (a scan, an image) keeps each word OCR read as ``(start, end, box)``:
+    its range in ``text`` and its box on its page, and ``page_images[k]``, page k + 1's image where OCR read it
+    (:func:`littlebird.documents.page_image.answer_crop` shows an answer on it).
     """
 
     text: str
@@ -71,6 +73,8 @@ class Document:
     warnings: list[str] = field(default_factory=list)
     table_rows: list[tuple[int, int, int]] = field(default_factory=list)
     page_starts: list[int] = field(default_factory=list)
+    word_boxes: list[tuple[int, int, WordBox]] = field(default_factory=list)
+    page_images: tuple[PageImage | None, ...] = ()
 
     def page_of(self, index: int) -> int | None:
         """The page (from 1) that character ``index`` of ``text`` is on; None for a document without pages."""
@@ -707,6 +711,19 @@ def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int,
     return writer, page_starts
 
 
+def _located_words(text: str, boxes: tuple[WordBox, ...]) -> list[tuple[int, int, WordBox]]:
+    """Each OCR word's range in the shown text, found in order: the writer copies every word as it is and only
+    changes the white space between words, so each word is among the next few characters. A word not found
+    there (none is expected) is left out rather than searched for further on."""
+    located, cursor = [], 0
+    for box in boxes:
+        start = text.find(box.text, cursor, cursor + len(box.text) + 16)
+        if start >= 0:
+            cursor = start + len(box.text)
+            located.append((start, cursor, box))
+    return located
+
+
 # --- public --------------------------------------------------------------------------------------
 
 
@@ -741,4 +758,5 @@ def clean_document(raw: RawDocument, *, table_form: str = DEFAULT_TABLE_FORM) ->
         title=(title.strip() or None) if title else None, clean_seconds=time.perf_counter() - start,
         source=raw.source, fetch_seconds=raw.fetch_seconds, encoding=raw.encoding, is_html=raw.is_html,
         warnings=warnings, table_rows=writer.table_rows, page_starts=page_starts,
+        word_boxes=_located_words(text, raw.boxes) if raw.boxes else [], page_images=raw.page_images,
     )

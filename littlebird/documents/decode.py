@@ -53,7 +53,8 @@ _HTML_TAG = re.compile(r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|
 
 @dataclass(frozen=True)
 class TextBlock:
-    """A heading, paragraph or table of a document that arrives with its layout (a PDF).
+    """A heading, paragraph or table of a document that arrives with its layout (a PDF, a scan).
+
 
     ``kind`` is the tag token it starts with ("<h1>", "<h2>", "<p>" or "<table>"); ``pieces`` its text in order,
     each with the page (from 1) it is on: a paragraph that a page break cuts has a piece on each page, and every
@@ -66,6 +67,28 @@ class TextBlock:
     rows: tuple[tuple[str, ...], ...] = ()
 
 
+@dataclass(frozen=True)
+class WordBox:
+    """A word that OCR read and where it stands on its page: ``left``, ``top``, ``right`` and ``bottom`` in pixels
+    of the image OCR read (the scanned page or picture), ``page`` from 1."""
+
+    page: int
+    left: int
+    top: int
+    right: int
+    bottom: int
+    text: str
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """A page that OCR read, kept small for showing an answer on it: ``png`` the page's image in PNG, and ``scale``
+    its pixels per pixel of the image OCR read (so a :class:`WordBox` times ``scale`` lies on it)."""
+
+    png: bytes
+    scale: float
+
+
 @dataclass
 class RawDocument:
     """A document as received: decoded text, before any cleaning."""
@@ -73,12 +96,14 @@ class RawDocument:
     text: str
     is_html: bool
     source: str  # the final URL, the file name or "pasted text"; shown to the user
-    encoding: str  # the encoding the bytes were decoded with ("str" for pasted text, "pdf" for a PDF's text layer)
+    encoding: str  # the encoding the bytes were decoded with ("str" for pasted text, "pdf" for a PDF, "ocr" for a picture)
     fetch_seconds: float = 0.0
     blocks: tuple[TextBlock, ...] | None = None  # a PDF's headings and paragraphs with their pages; ``text`` joins them
     n_pages: int = 0  # a PDF's pages
     title: str | None = None  # a title the file states (a PDF's metadata)
     whole: bool = False  # HTML that is all content, no page furniture (a Word document's): every block is kept
+    boxes: tuple[WordBox, ...] = ()  # the words OCR read (a scan's, a picture's), in the order of ``text``
+    page_images: tuple[PageImage | None, ...] = ()  # per page, its image where OCR read it (None: a text layer's)
 
 
 def normalize_encoding_name(label: str | None) -> str | None:

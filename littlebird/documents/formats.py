@@ -17,7 +17,7 @@ from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 
 MAX_TEXT_BYTES = 5_000_000  # an HTML, text or Markdown file or page: its text is all there is
-MAX_FILE_BYTES = 50_000_000  # a PDF, Word or Hangul file: pictures and fonts make these far larger than their text
+MAX_FILE_BYTES = 50_000_000  # a PDF, Word or Hangul file or an image: pictures and fonts make these far larger than their text
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the container of .hwp, old .doc and password-protected Office files
 
 
@@ -84,6 +84,15 @@ FORMATS: tuple[Format, ...] = (
            refusal="{source} is a Hangul file in the older binary format (.hwp), which this app does not read. "
                    "Please open it in Hangul, save it as .hwpx without a password (파일 > 다른 이름으로 저장, "
                    "파일 형식 HWPX) and upload that."),
+    # Images of pages, read by OCR (littlebird/documents/image.py).
+    Format("png", "PNG", (".png",), ("image/png",), starts=(b"\x89PNG\r\n\x1a\n",),
+           reader="littlebird.documents.image:read_image"),
+    Format("jpeg", "JPEG", (".jpg", ".jpeg"), ("image/jpeg", "image/pjpeg"), starts=(b"\xff\xd8\xff",),
+           reader="littlebird.documents.image:read_image"),
+    Format("tiff", "TIFF", (".tif", ".tiff"), ("image/tiff",), starts=(b"II*\x00", b"MM\x00*"),
+           reader="littlebird.documents.image:read_image"),
+    Format("webp", "WebP", (".webp",), ("image/webp",), starts=(b"RIFF",), holds=b"WEBP",
+           reader="littlebird.documents.image:read_image"),
     Format("html", "HTML", (".html", ".htm"), ("text/html", "application/xhtml+xml"), markup=True,
            max_bytes=MAX_TEXT_BYTES),
     Format("text", "text", (".txt",), ("text/plain",), max_bytes=MAX_TEXT_BYTES),

@@ -5,31 +5,38 @@ gives each page's text lines with their font size and place. Here they become a 
 recognise: lines that repeat at the top or bottom of most pages (running heads, footers, page numbers) go,
 lines join into paragraphs (a hyphen that only split a word at a line's end goes too), a paragraph cut by a
 page break continues on the next page, and lines set larger than the body text, or named by the PDF's
-outline, become headings. :func:`littlebird.documents.clean.clean_document` writes the blocks with the offsets where
-each page starts in the shown text (``Document.page_starts``).
+outline, become headings. A page without a text layer (a scan) is rendered by PDFium in another child process
+(:mod:`littlebird.documents.pdf_render`, at most :data:`RENDER_DPI` and :data:`~littlebird.documents.ocr.MAX_OCR_PIXELS`)
+and read by OCR (:mod:`littlebird.documents.ocr`); the pages with text keep it as it is. :func:`littlebird.documents.clean.clean_document`
+writes the blocks with the offsets where each page starts in the shown text (``Document.page_starts``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from littlebird.documents import formats
+from littlebird.documents.child import run_bounded
 from littlebird.documents.decode import RawDocument, TextBlock
 from littlebird.documents.errors import DocumentError
+from littlebird.documents.ocr import (MAX_OCR_PIXELS, MAX_SCAN_PAGES, OCR_SECONDS, Picture, ScannedPage, read_pictures,
+                                      tesseract_command)
 
 MAX_PDF_PAGES = 2000
 PDF_SECONDS = 20.0  # reading the text layer; a page of text takes a few milliseconds
 PDF_MEMORY_BYTES = 1_500_000_000  # the reader's address space: PDFium inflates streams without a bound of its own
+RENDER_DPI = 300  # a scanned page is rendered for OCR at this resolution, or lower where it is large
 _WORKER = Path(__file__).with_name("pdf_text.py")
+_RENDERER = Path(__file__).with_name("pdf_render.py")
 
 _PAGE_NUMBER = re.compile(r"^[\s\-–—(\[]*((page|p\.|페이지)\s*)?\d{1,4}(\s*(/|of|쪽|페이지)\s*\d{0,4})?[\s\-–—)\]쪽]*$",
                           re.IGNORECASE)
@@ -58,16 +65,9 @@ def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: floa
     Returns its JSON object; raises DocumentError, in words for the user, for a PDF that takes longer than
     ``seconds``, needs more than ``memory_bytes``, or crashes PDFium.
     """
-    def limit_memory() -> None:  # in the child, before it runs PDFium
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-
-    environment = {**os.environ, "PYTHONIOENCODING": "utf-8"}
     try:
-        done = subprocess.run([sys.executable, str(_WORKER), str(max_pages)], input=data, capture_output=True,
-                              timeout=seconds, env=environment,
-                              preexec_fn=limit_memory if sys.platform != "win32" else None)
+        done = run_bounded([sys.executable, str(_WORKER), str(max_pages)], data, seconds=seconds,
+                           memory_bytes=memory_bytes, environment={"PYTHONIOENCODING": "utf-8"})
     except subprocess.TimeoutExpired:
         raise DocumentError(f"Reading this PDF's text took longer than {seconds:g} seconds, the most this app spends "
                             "on it. Please upload the pages you need as a smaller PDF.") from None
@@ -310,12 +310,15 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
 
 
 def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
-             memory_bytes: int = PDF_MEMORY_BYTES) -> RawDocument:
-    """A PDF's text layer as a RawDocument whose ``blocks`` keep its headings, paragraphs and pages.
+             memory_bytes: int = PDF_MEMORY_BYTES, max_scan_pages: int = MAX_SCAN_PAGES,
+             ocr_seconds: float = OCR_SECONDS) -> RawDocument:
+    """A PDF's text as a RawDocument whose ``blocks`` keep its headings, paragraphs and pages: the text layer's, and
+    for the pages without one (scanned), what OCR reads on them, with the words' boxes and the pages' images.
 
     Raises DocumentError, with a sentence for the user, for a file that is not a PDF, one locked with a
-    password, a damaged one, one of more than ``max_pages`` pages, one without a text layer (scanned), and
-    one that takes more than ``seconds`` or ``memory_bytes`` to read.
+    password, a damaged one, one of more than ``max_pages`` pages or more than ``max_scan_pages`` pages without a
+    text layer, one that takes more than ``seconds`` or ``memory_bytes`` to read (``ocr_seconds`` for its scanned
+    pages), scanned pages where Tesseract is not installed, and one in which no text is found at all.
     """
     start = time.perf_counter()
     if not data.lstrip()[:1024].startswith(b"%PDF") and b"%PDF-" not in data[:1024]:
@@ -333,10 +336,58 @@ def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, second
         raise DocumentError(f"This PDF has {extracted['pages']:,} pages; this app reads at most {max_pages:,}. Please "
                             "upload the pages you need as a smaller PDF.")
     blocks, n_pages = blocks_from_pages(extracted)
+    heights = extracted.get("heights") or [None] * n_pages
+    scanned = [number for number, (lines, height) in enumerate(zip(extracted["pages"], heights), start=1)
+               if not lines and height is not None]
+    if len(scanned) > max_scan_pages:
+        raise DocumentError(f"This PDF has {len(scanned):,} pages without a text layer (scanned); this app reads at "
+                            f"most {max_scan_pages:,} scanned pages per document by OCR. Please upload the pages you "
+                            "need as a smaller PDF, or a PDF with a text layer.")
+    pages = _read_scanned_pages(data, scanned, seconds=ocr_seconds, memory_bytes=memory_bytes) if scanned else []
+    # Each scanned page's paragraphs go where the page is (a page has a text layer or is scanned, never both).
+    blocks = sorted([*blocks, *(block for page in pages for block in page.blocks)], key=lambda b: b.pieces[0][1])
     if not blocks:
-        raise DocumentError(f"This PDF has no text layer ({n_pages} page{'s' if n_pages != 1 else ''} of images, "
-                            "as a scan gives); OCR is not supported. Please upload a PDF with selectable text.")
+        raise DocumentError(f"No text was found in this PDF: it has no text layer, and OCR found no text on its "
+                            f"{n_pages} page{'s' if n_pages != 1 else ''} (blank, or text too small or faint to "
+                            "read). Please upload a sharper scan, or a PDF with selectable text.")
     text = "\n\n".join("".join(piece for piece, _ in block.pieces) for block in blocks)
+    page_images = [None] * n_pages
+    for page in pages:
+        page_images[page.number - 1] = page.image
     return RawDocument(text=text, is_html=False, source=source, encoding="pdf",
                        fetch_seconds=time.perf_counter() - start, blocks=tuple(blocks), n_pages=n_pages,
-                       title=extracted.get("title"))
+                       title=extracted.get("title"), boxes=tuple(box for page in pages for box in page.boxes),
+                       page_images=tuple(page_images) if pages else ())
+
+
+def _read_scanned_pages(data: bytes, numbers: list[int], *, seconds: float, memory_bytes: int) -> list[ScannedPage]:
+    """Pages ``numbers`` of the PDF ``data`` rendered (:mod:`littlebird.documents.pdf_render`) and read by OCR, all
+    within ``seconds``."""
+    started = time.monotonic()
+    tesseract_command()  # before rendering: without it nothing rendered could be read
+    with tempfile.TemporaryDirectory(prefix="littlebird-scan-") as folder:
+        try:
+            done = run_bounded([sys.executable, str(_RENDERER), folder, str(MAX_OCR_PIXELS), str(RENDER_DPI),
+                                *map(str, numbers)], data, seconds=seconds, memory_bytes=memory_bytes)
+        except subprocess.TimeoutExpired:
+            raise DocumentError(f"Rendering this PDF's {len(numbers)} scanned pages for OCR took longer than "
+                                f"{seconds:g} seconds, the most this app spends on them. Please upload fewer pages "
+                                "at a time, or a PDF with a text layer.") from None
+        if done.returncode != 0:
+            raise DocumentError(f"Rendering this PDF's scanned pages for OCR needs more than {memory_bytes / 1e9:g} GB "
+                                "of memory, or crashed, so they were not read. Please upload the pages you need as a "
+                                "smaller PDF.")
+        rendered = json.loads(done.stdout.decode("utf-8")).get("dpi", {})
+        return read_pictures(_rendered(Path(folder), numbers, rendered), n_pages=len(numbers),
+                             what="this PDF's scanned pages", seconds=seconds, started=started)
+
+
+def _rendered(folder: Path, numbers: list[int], dpi: dict[str, int]):
+    """The rendered pages as :class:`~littlebird.documents.ocr.Picture`, each loaded when its turn comes."""
+    from PIL import Image
+
+    for number in numbers:
+        if str(number) in dpi:
+            with Image.open(folder / f"page-{number}.png") as image:
+                image.load()
+                yield Picture(number, image, dpi[str(number)])

@@ -57,7 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif route == "/pdf":
             self._send(b"%PDF-1.4 fake", "application/pdf")
         elif route == "/image":
-            self._send(b"\x89PNG\r\n\x1a\n", "image/png")
+            self._send(b"GIF89a\x01\x00\x01\x00", "image/gif")
         elif route == "/missing":
             self._send(b"not here", "text/html", status=404)
         elif route == "/empty":
@@ -313,7 +313,7 @@ def test_unreachable_and_unknown_hosts(monkeypatch):
     "route, message",
     [
         ("/pdf", "PDF could not be read: it is damaged"),
-        ("/image", "image/png file, not a web page"),
+        ("/image", "image/gif file, not a web page"),
         ("/missing", "404"),
         ("/empty", "empty"),
         ("/big?mb=2", "larger than 1 MB"),

@@ -16,7 +16,7 @@ from littlebird.documents.pdf import MAX_PDF_PAGES
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.pdf_factories import (branch_fact, inflation_bomb, lines_pdf, locked_pdf, page_count_bomb, report,
-                                 report_pdf, scanned_pdf, table_pdf)
+                                 report_pdf, table_pdf)
 from tests.qa_factories import assert_linked
 from tests.ui_support import serve_directory
 
@@ -161,14 +161,13 @@ def _refused_in_time(data: bytes, filename: str, message: str) -> None:
 
 
 @pytest.mark.parametrize("make, message", [
-    (scanned_pdf, "no text layer .*OCR is not supported"),
     (locked_pdf, "protected with a password"),
     (lambda: report_pdf("en")[:20_000], "damaged or incomplete|no text layer"),
     (lambda: b"%PDF-1.7\n" + bytes(range(256)) * 40, "damaged or incomplete"),
     (lambda: b"<html><body><p>A web page saved as .pdf</p></body></html>", "is not a PDF"),
     (lambda: page_count_bomb(), f"1,000,000 pages; this app reads at most {MAX_PDF_PAGES:,}"),
     (lambda: inflation_bomb(2000), "needs more than 1.5 GB of memory"),
-], ids=["scanned", "password", "truncated", "garbage", "not-a-pdf", "page-count-bomb", "inflation-bomb"])
+], ids=["password", "truncated", "garbage", "not-a-pdf", "page-count-bomb", "inflation-bomb"])
 def test_bad_pdfs_are_refused_with_a_sentence_in_bounded_time(make, message, tmp_path):
     _refused_in_time(make(), "bad.pdf", message)
     # Nothing is lost: the next document is read as before.

@@ -63,8 +63,9 @@ def folder(tmp_path) -> Path:
 
 def test_the_folder_holds_what_the_space_runs_and_nothing_else(folder):
     files = files_in(folder)
-    for needed in ("app.py", "requirements.txt", "README.md", ".gitattributes", "LICENSE", "littlebird/__init__.py",
-                   "littlebird/app/ui.py", "assets/littlebird-qa/config.json", "assets/examples/examples.json",
+    for needed in ("app.py", "requirements.txt", "packages.txt", "README.md", ".gitattributes", "LICENSE",
+                   "littlebird/__init__.py", "littlebird/app/ui.py", "assets/littlebird-qa/config.json",
+                   "assets/examples/examples.json",
                    "docs/screenshot.png"):  # the README's screenshot, so the page shows it
         assert needed in files, needed
     shards = [f for f in files if f.startswith("assets/littlebird-qa/") and f.endswith(".safetensors")]
@@ -128,6 +129,13 @@ def test_requirements_are_torch_for_the_hardware_then_the_dependencies_and_the_a
     assert lines == [*torch_lines, *others, *extra]
     assert not any(line.startswith(("accelerate", "pytest", "fpdf2")) for line in lines)
     assert f"suggested_hardware: {suggested}\n" in (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_packages_txt_installs_tesseract_with_its_korean_data_as_ci_does(folder):
+    packages = (folder / "packages.txt").read_text().split()
+    assert packages == ["tesseract-ocr", "tesseract-ocr-kor"]
+    ci_apt = next(line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "apt-get install" in line)
+    assert set(packages) <= set(ci_apt.split())  # the Space reads scans with what CI tests them with
 
 
 def test_the_cpu_pin_takes_only_the_cpu_only_wheel():
