@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
-    ask.add_argument("document", help=f"a {'/'.join(formats.suffixes())} file, an http(s) address, or - "
+    ask.add_argument("document", help=f"a {formats.suffix_list()} file, an http(s) address, or - "
                                      "for standard input")
     ask.add_argument("question", nargs="?", default=None, help="the question (or --questions)")
     ask.add_argument("--questions", metavar="FILE", help='JSON lines of {"question": ..., "id": ...} ("-": standard '

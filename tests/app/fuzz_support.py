@@ -49,6 +49,22 @@ def _hwp() -> bytes:  # the start of an HWP 5 file: its OLE container and the st
     return b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1016) + b"HWP Document File".ljust(32, b"\0") + bytes(8)
 
 
+def _picture(format: str) -> Callable[[], bytes]:
+    """A small picture of a line of text in ``format`` (Pillow's name), as a phone or a scanner gives one."""
+    def make() -> bytes:
+        import io
+
+        from PIL import Image, ImageDraw
+
+        picture = Image.new("L", (360, 48), 255)
+        ImageDraw.Draw(picture).text((8, 16), "Riverton harbour opened in 1871.", fill=0)
+        out = io.BytesIO()
+        picture.save(out, format)
+        return out.getvalue()
+
+    return make
+
+
 # A seed file of each format, made on the fly. A format without one fails the quick profile.
 SEEDS: dict[str, Callable[[], bytes]] = {
     "html": lambda: HTML.encode("utf-8"),
@@ -58,6 +74,10 @@ SEEDS: dict[str, Callable[[], bytes]] = {
     "docx": _docx,
     "hwpx": _hwpx,
     "hwp": _hwp,
+    "png": _picture("PNG"),
+    "jpeg": _picture("JPEG"),
+    "tiff": _picture("TIFF"),
+    "webp": _picture("WEBP"),
 }
 
 

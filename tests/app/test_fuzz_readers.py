@@ -12,7 +12,7 @@ from littlebird.documents import formats
 from tests.app.fuzz_support import SEEDS, mutated, read_or_refuse
 
 # Examples per format: a PDF is read in a child process (a few tenths of a second each), the others in-process.
-EXAMPLES = {"pdf": 20}
+EXAMPLES = {"pdf": 20, "png": 20, "jpeg": 20, "tiff": 20, "webp": 20}  # a picture that decodes is read by OCR: ~0.5 s
 DEFAULT_EXAMPLES = 100
 
 

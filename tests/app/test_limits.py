@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
+import shutil
+import sys
 import http.server
 import io
 import re
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.documents import fetch, formats, hwpx, limits, pdf, word
+from littlebird.documents import fetch, formats, hwpx, image, limits, ocr, pdf, word
 from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_upload
@@ -64,6 +67,11 @@ LIMITS = {
     "littlebird.documents.archive.MAX_UNZIPPED_BYTES": 200_000_000,
     "littlebird.documents.hwpx.MAX_XML_BYTES": 50_000_000,
     "littlebird.documents.hwpx.MAX_PARAGRAPHS": 50_000,
+    "littlebird.documents.ocr.MAX_SCAN_PAGES": 50,
+    "littlebird.documents.ocr.OCR_SECONDS": 180,
+    "littlebird.documents.ocr.OCR_MEMORY_BYTES": 1_500_000_000,
+    "littlebird.documents.ocr.MAX_OCR_PIXELS": 12_000_000,
+    "littlebird.documents.image.MAX_IMAGE_PIXELS": 50_000_000,
 }
 
 
@@ -252,6 +260,94 @@ def test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further():
         hwpx.read_hwpx(section_of(limit("hwpx.MAX_XML_BYTES") + 1), source="notes.hwpx")
 
 
+needs_tesseract = pytest.mark.skipif(
+    not shutil.which(os.environ.get(ocr.TESSERACT_VARIABLE) or "tesseract"), reason="Tesseract OCR is not installed")
+
+
+def _png(width: int, height: int, *, text: bool = False) -> bytes:
+    from PIL import Image, ImageDraw
+
+    picture = Image.new("L", (width, height), 255)
+    if text:
+        ImageDraw.Draw(picture).text((10, 10), "The keeper lit the lamp in 1843.", fill=0)
+    out = io.BytesIO()
+    picture.save(out, "PNG")
+    return out.getvalue()
+
+
+@needs_tesseract
+def test_a_scan_one_page_over_the_page_limit_is_refused():
+    from PIL import Image
+
+    pages = [Image.new("L", (85, 120), 255)] * (limit("ocr.MAX_SCAN_PAGES") + 1)
+    out = io.BytesIO()
+    pages[0].save(out, "TIFF", save_all=True, append_images=pages[1:])
+    with pytest.raises(DocumentError, match=f"at most {limit('ocr.MAX_SCAN_PAGES')} scanned pages"):
+        read_upload(out.getvalue(), filename="scan.tiff")
+
+
+@needs_tesseract
+def test_ocr_stops_at_its_time_limit(monkeypatch):
+    """The clock jumps just past the limit once reading has begun: no page is read, and the sentence says so."""
+    real, calls = time.monotonic, [0]
+
+    def clock() -> float:
+        calls[0] += 1
+        return real() + (0.0 if calls[0] == 1 else 1.01 * limit("ocr.OCR_SECONDS"))
+
+    monkeypatch.setattr(time, "monotonic", clock)
+    with pytest.raises(DocumentError, match=f"took longer than {limit('ocr.OCR_SECONDS')} seconds"):
+        image.read_image(_png(400, 100, text=True), source="page.png")
+
+
+@needs_tesseract
+def test_ocr_of_a_page_stops_at_its_memory_limit(monkeypatch, tmp_path):
+    """A Tesseract that asks for more memory than the limit (standing in for one on a pathological page)."""
+    greedy = tmp_path / "tesseract"
+    greedy.write_text(f"#!{sys.executable}\nimport sys\nif '--list-langs' in sys.argv:\n"
+                      "    print('List of available languages (2):'); print('eng'); print('kor'); sys.exit()\n"
+                      f"try:\n    block = bytearray({limit('ocr.OCR_MEMORY_BYTES')})\n"
+                      "except MemoryError:\n    import os; os.abort()  # as a C++ program ends on std::bad_alloc\n",
+                      encoding="utf-8")
+    greedy.chmod(0o755)
+    monkeypatch.setenv(ocr.TESSERACT_VARIABLE, str(greedy))
+    with pytest.raises(DocumentError, match=f"more than {limit('ocr.OCR_MEMORY_BYTES') / 1e9:g} GB of memory"):
+        image.read_image(_png(400, 100, text=True), source="page.png")
+
+
+def test_a_picture_over_the_ocr_pixel_limit_is_scaled_down_to_it():
+    from PIL import Image
+
+    pixels = limit("ocr.MAX_OCR_PIXELS")
+    (width, height), _, _ = ocr._prepare(Image.new("L", (4000, pixels // 4000 + 1), 255))
+    assert pixels * 0.99 <= width * height <= pixels
+    (width, height), _, _ = ocr._prepare(Image.new("L", (4000, pixels // 4000), 255))
+    assert (width, height) == (4000, pixels // 4000)  # at the limit: as it is
+
+
+def _png_declaring(width: int, height: int) -> bytes:
+    """A small PNG whose header declares a grey image of ``width`` x ``height`` pixels (its data is short)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
+            + chunk(b"IEND", b""))
+
+
+@needs_tesseract
+def test_an_image_is_decoded_up_to_its_pixel_limit_and_no_further():
+    pixels = limit("image.MAX_IMAGE_PIXELS")
+    with pytest.raises(DocumentError, match=f"at most {pixels:,} pixels"):
+        read_upload(_png_declaring(pixels + 1, 1), filename="wide.png")
+    with pytest.raises(DocumentError) as within:  # at the limit: decoded, and its short data found damaged
+        read_upload(_png_declaring(pixels, 1), filename="wide.png")
+    assert "pixels" not in str(within.value)
+
+
 GUARDS = {
     "littlebird.documents.fetch.MAX_REDIRECTS": test_redirects_are_followed_up_to_the_limit_and_no_further,
     "littlebird.documents.fetch.FETCH_SECONDS": test_a_fetch_stops_at_its_time_limit,
@@ -266,6 +362,11 @@ GUARDS = {
     "littlebird.documents.archive.MAX_UNZIPPED_BYTES": test_a_word_file_is_unzipped_up_to_its_limit_and_no_further,
     "littlebird.documents.hwpx.MAX_PARAGRAPHS": test_a_hangul_file_is_read_up_to_its_paragraph_limit_and_no_further,
     "littlebird.documents.hwpx.MAX_XML_BYTES": test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further,
+    "littlebird.documents.ocr.MAX_SCAN_PAGES": test_a_scan_one_page_over_the_page_limit_is_refused,
+    "littlebird.documents.ocr.OCR_SECONDS": test_ocr_stops_at_its_time_limit,
+    "littlebird.documents.ocr.OCR_MEMORY_BYTES": test_ocr_of_a_page_stops_at_its_memory_limit,
+    "littlebird.documents.ocr.MAX_OCR_PIXELS": test_a_picture_over_the_ocr_pixel_limit_is_scaled_down_to_it,
+    "littlebird.documents.image.MAX_IMAGE_PIXELS": test_an_image_is_decoded_up_to_its_pixel_limit_and_no_further,
 }
 
 
