@@ -134,7 +134,7 @@ def ask(
         reading = run_qa(document, question, loaded, settings, limits, on_pass=on_pass, **callbacks)
     report(1.0, "Done")
     return AskView(
-        answer_html=answer_card(reading, document.page_starts),
+        answer_html=answer_card(reading, document),
         n_best=n_best_rows(reading),
         document_html=highlight_document(document.text, reading, document.page_starts),
         stats=stats_line(reading, loaded),

@@ -6,12 +6,14 @@ returns a string or a dict. Nothing from the document is ever interpreted as HTM
 
 from __future__ import annotations
 
+import base64
 import html
 import itertools
 from collections.abc import Sequence
 from typing import Any
 
 from littlebird.documents.clean import Document, page_at
+from littlebird.documents.page_image import answer_crop
 from littlebird.app.models import LoadedModel
 from littlebird.reader import Reading
 from littlebird.language import detect_language
@@ -19,13 +21,14 @@ from littlebird.language import detect_language
 N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns
 
 
-def answer_card(result: Reading, page_starts: Sequence[int] = ()) -> str:
-    """The answer, its probability, the decision and the n-best table, as escaped HTML; in a document with
-    pages (``page_starts``, a PDF's), the page the answer is on.
+def answer_card(result: Reading, document: Document | None = None) -> str:
+    """The answer, its probability, the decision and the n-best table, as escaped HTML; in a ``document`` with
+    pages (a PDF's), the page the answer is on, and on a scan, the answer boxed on its page (:func:`scan_figure`).
 
     "No answer found" is said plainly when that is the decision; the model's best
-    guesses then stay in the n-best table and are shaded lightly in the document.
+    guesses then stay in the n-best table and are shaded lightly in the document, never shown on the scan.
     """
+    page_starts = document.page_starts if document is not None else ()
     message = f'<p class="lb-note">{html.escape(result.note)}</p>' if result.note else ""
     answerable = f"{result.answerable_probability:.0%}"
     if result.no_answer or not result.answers:
@@ -42,7 +45,21 @@ def answer_card(result: Reading, page_starts: Sequence[int] = ()) -> str:
             f'<div class="lb-meta">{where}probability {best.probability:.0%} among the n-best · '
             f"answerable {answerable} · score {best.score:.2f}</div>"
         )
+        if document is not None:
+            head += scan_figure(answer_crop(document, best.start, best.end), page)
     return f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}{n_best_table(n_best_rows(result))}</div>'
+
+
+def scan_figure(png: bytes | None, page: int | None) -> str:
+    """The answer's crop of its scanned page (``png``, from :func:`~littlebird.documents.page_image.answer_crop`)
+    as an inline image with its page under it; nothing without a crop. The image is our own PNG, sent as a
+    ``data:`` address, so the page asks the server for nothing more."""
+    if png is None:
+        return ""
+    alt = "The answer on the scan, boxed" if page is None else f"The answer on page {page} of the scan, boxed"
+    caption = "" if page is None else f"<figcaption>page {page}</figcaption>"
+    source = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return f'<figure class="lb-scan"><img src="{source}" alt="{html.escape(alt, quote=True)}">{caption}</figure>'
 
 
 def n_best_rows(result: Reading) -> list[list[Any]]:

@@ -71,6 +71,9 @@ _ANSWER_CSS = """
 .lb-nbest td, .lb-nbest th { padding: 3px 6px; vertical-align: top; }
 .lb-nbest tr:first-child td { font-weight: 600; }
 .lb-nbest .lb-text { word-break: keep-all; overflow-wrap: anywhere; }
+.lb-scan { margin: 10px 0 0; }
+.lb-scan img { display: block; max-width: 100%; height: auto; border: 1px solid var(--border-color-primary); border-radius: 4px; }
+.lb-scan figcaption { font-size: 12px; color: var(--body-text-color-subdued); margin-top: 2px; }
 """
 
 # Scroll the document box (not the page) so the best answer sits a third of the way down,

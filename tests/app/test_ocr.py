@@ -1,13 +1,15 @@
 """Scans and images read by OCR (Tesseract): a scanned English report answered with the answer's page, a Korean
 image of a paragraph answered, every page of a TIFF, JPEG and WebP images, a PDF with text-layer and scanned
-pages, the answer shown on its page image; and every kind of bad image or scan refused with a sentence within
-10 seconds, a missing Tesseract with the sentence that says what to install. Each file is made here, from text
-we have (``scripts/make_example_scan.py``)."""
+pages, the answer shown boxed on a crop of its page and in the answer card; and every kind of bad image or scan
+refused with a sentence within 10 seconds, a missing Tesseract with the sentence that says what to install. Each
+file is made here, from text we have (``scripts/make_example_scan.py``)."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import re
 import struct
 import zlib
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from littlebird.app.payloads import answer_card
 from littlebird.cli import main
 from littlebird.documents import formats
 from littlebird.documents.clean import clean_document
@@ -26,6 +29,7 @@ from littlebird.documents.page_image import ANSWER_COLOUR, answer_crop
 from littlebird.documents.pdf import read_pdf
 from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_pasted_text, read_upload
+from tests.app.test_ui_handlers import make_result
 from tests.pdf_factories import blank_page, blank_scan_pdf, branch_fact, lines_pdf, scan
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
@@ -131,6 +135,26 @@ def test_the_answer_is_shown_boxed_on_a_crop_of_its_page(english_scan):
     colours = crop.convert("RGB").getcolors(maxcolors=1 << 16)
     assert dict((colour, count) for count, colour in colours).get(ANSWER_COLOUR, 0) > 100  # the box is drawn
     assert answer_crop(clean_document(read_pasted_text("The bell rang at noon.")), 4, 8) is None  # no page image
+
+
+@needs_tesseract
+def test_the_answer_card_shows_a_scans_answer_boxed_and_nothing_for_a_text(tmp_path):
+    path = tmp_path / "keeper.png"
+    scan.text_image([KEEPER], size=40, width=1400).save(path)
+    scanned = read_document("upload", upload=str(path))
+    start = scanned.text.index("noon")
+    card = answer_card(make_result([(start, start + 4)], scanned.text), scanned)
+    figure = re.search(r'<figure class="lb-scan"><img src="data:image/png;base64,([A-Za-z0-9+/=]+)" '
+                       r'alt="The answer on page 1 of the scan, boxed"><figcaption>page 1</figcaption></figure>', card)
+    assert figure is not None, card[:500]
+    assert base64.b64decode(figure[1]) == answer_crop(scanned, start, start + 4)
+    # "No answer found": the best guess stays in the table and the document, not on the scan
+    guessed = answer_card(make_result([(start, start + 4)], scanned.text, no_answer=True), scanned)
+    assert "No answer found." in guessed and "<img" not in guessed
+    text = clean_document(read_pasted_text(KEEPER))
+    start = text.text.index("noon")
+    plain = answer_card(make_result([(start, start + 4)], text.text), text)
+    assert "noon" in plain and "<img" not in plain and "lb-scan" not in plain
 
 
 @needs_tesseract

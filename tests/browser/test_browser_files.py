@@ -1,25 +1,33 @@
-"""PDF and Word files end to end in headless Chromium, with the shipped checkpoint: the example PDF from the menu,
-a Korean PDF and a Word file uploaded, each answer highlighted with its page on the answer card and the page breaks
-marked in the document; a blank scanned PDF refused with its sentence while the app goes on answering."""
+"""PDF, Word, Hangul and scanned files end to end in headless Chromium, with the shipped checkpoint: the example PDF
+from the menu, a Korean PDF and a Word file uploaded, each answer highlighted with its page on the answer card and
+the page breaks marked in the document; a Korean `.hwpx` answered from its table; a scanned PDF answered, with the
+answer boxed in orange on a crop of its page in the answer card; a blank scanned PDF refused with its sentence
+while the app goes on answering."""
 
 from __future__ import annotations
 
 import atexit
+import base64
+import io
 import shutil
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from littlebird.app import ui
 from littlebird.app.examples import find_example
-from tests.app.test_file_answers import HARBOUR
+from littlebird.documents.page_image import ANSWER_COLOUR
+from tests.app.test_file_answers import FERRIES_KO, HARBOUR
 from tests.browser.test_browser import CHROMIUM, browser, shown_document, wait_for_new_answer  # noqa: F401 (a fixture)
-from tests.pdf_factories import blank_scan_pdf, branch_fact, report_pdf
+from tests.pdf_factories import blank_scan_pdf, branch_fact, report_pdf, scan
 from tests.ui_support import free_port
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
+needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="reading a scan needs Tesseract OCR "
+                                     "(apt-get install tesseract-ocr tesseract-ocr-kor)")
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +69,7 @@ def upload_and_ask(page, path: Path, question: str) -> None:
     wait_for_new_answer(page, before)
 
 
-def assert_answer_on_page(page, answer: str, page_number: int, n_pages: int | None) -> None:
+def assert_answer_on_page(page, answer: str, page_number: int | None, n_pages: int | None) -> None:
     assert page.locator("#lb-answer-card .lb-answer").inner_text().strip() == answer
     assert "".join(page.locator("#lb-document mark.lb-best").all_inner_texts()) == answer
     if n_pages is None:
@@ -109,8 +117,37 @@ def test_an_uploaded_word_file_answers_from_its_table(page, tmp_path):
     assert_answer_on_page(page, "1871", 2, 2)
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None, reason="reading a scan needs Tesseract OCR "
-                    "(apt-get install tesseract-ocr tesseract-ocr-kor)")
+def test_an_uploaded_hangul_file_answers_from_its_table(page, tmp_path):
+    path = tmp_path / "ferries.hwpx"
+    path.write_bytes(FERRIES_KO)
+    upload_and_ask(page, path, "동항에서 북항까지 가는 배는 얼마나 걸리는가?")
+    assert_answer_on_page(page, "1시간 20분", None, None)
+    assert page.locator("#lb-answer-card img").count() == 0  # no scan, no picture
+
+
+@needs_tesseract
+def test_an_uploaded_scan_answers_with_the_answer_boxed_on_its_page(page, tmp_path):
+    path = tmp_path / "report-scan.pdf"
+    path.write_bytes(scan.report_scan("en", pages=4)[0])
+    fact = branch_fact("en", 1)  # section 2, on page 4
+    upload_and_ask(page, path, f"Which architect designed the building of the {fact['branch']} Library?")
+    assert_answer_on_page(page, fact["architect"], 4, 4)
+    figure = page.locator("#lb-answer-card figure.lb-scan")
+    image = figure.locator("img")
+    assert image.get_attribute("alt") == "The answer on page 4 of the scan, boxed"
+    assert figure.locator("figcaption").inner_text() == "page 4"
+    shown = image.evaluate("""img => ({loaded: img.complete && img.naturalWidth > 0,
+                                       width: img.getBoundingClientRect().width,
+                                       card: img.closest('.lb-card').getBoundingClientRect().width})""")
+    assert shown["loaded"] and 0 < shown["width"] <= shown["card"]  # drawn, and no wider than the card
+    source = image.get_attribute("src")
+    assert source.startswith("data:image/png;base64,")
+    crop = Image.open(io.BytesIO(base64.b64decode(source.split(",", 1)[1]))).convert("RGB")
+    colours = {colour: count for count, colour in crop.getcolors(maxcolors=1 << 16)}
+    assert colours.get(ANSWER_COLOUR, 0) > 100  # the orange box round the answer
+
+
+@needs_tesseract
 def test_a_blank_scan_is_refused_and_the_app_answers_the_next_file(page, tmp_path):
     scan = tmp_path / "scan.pdf"
     scan.write_bytes(blank_scan_pdf())
