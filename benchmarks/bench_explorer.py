@@ -45,7 +45,6 @@ import sys
 import time
 
 import torch
-
 from bench_models import current_rss_bytes, peak_rss_bytes, reset_peak_rss  # noqa: E402
 from bench_pipeline import cpu_line  # noqa: E402
 
@@ -54,8 +53,8 @@ MEASUREMENTS = ("explorer", "read", "held")
 
 def example_text() -> tuple[str, str]:
     """The four example pages' cleaned text joined, and a question about the first."""
-    from littlebird.documents.clean import clean_document
     from littlebird.app.examples import web_pages
+    from littlebird.documents.clean import clean_document
     from littlebird.documents.upload import read_upload
 
     examples = web_pages()
@@ -121,12 +120,17 @@ def measure(length: int, what: str, threads: int) -> dict:
         row["window_tokens"] = summary.n_tokens  # [CLS] [QUESTION] question [SEP] and the window's document tokens
         heads = [(layer, head) for layer in range(loaded.num_layers) for head in range(loaded.num_heads)][1:7]
         row["slider_s"] = statistics.median(
-            seconds(lambda: figures_json(explorer.explore(summary, target.checkpoint, layer, head))) for layer, head in heads
+            seconds(lambda: figures_json(explorer.explore(summary, target.checkpoint, layer, head)))
+            for layer, head in heads
         )
         metrics = list(METRICS)[1:] + list(METRICS)[:1]
         row["metric_s"] = statistics.median(
-            seconds(lambda: (explorer.atlas_figure(summary, target.checkpoint, metric, 0, 0).to_json(),
-                             explorer.atlas_cells(summary, metric)))
+            seconds(
+                lambda: (
+                    explorer.atlas_figure(summary, target.checkpoint, metric, 0, 0).to_json(),
+                    explorer.atlas_cells(summary, metric),
+                )
+            )
             for metric in metrics
         )
         n = summary.n_tokens
@@ -136,22 +140,39 @@ def measure(length: int, what: str, threads: int) -> dict:
             for layer, head, token in picks
         )
         row["token_mb"] = CAPTURES.get(capture_key(target)).nbytes / 2**20
-        row["summary_mb"] = sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack",
-                                                                          "pack_reads")) / 2**20
+        row["summary_mb"] = (
+            sum(getattr(summary, name).nbytes for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads"))
+            / 2**20
+        )
         for keeping, name in ((False, "ask_plain_s"), (True, "ask_s")):  # last: they refill the kept windows
             row[name] = statistics.median(seconds(lambda: ask(keeping)) for _ in range(3))
     elif what == "read":
-        row["read_s"] = seconds(lambda: read(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                                             model_text=document.model_text, model_to_text=document.model_to_text,
-                                             options=ReadingOptions(max_length=length, max_windows=1)))
+        row["read_s"] = seconds(
+            lambda: read(
+                question,
+                document.text,
+                model=loaded.model,
+                tokenizer=loaded.tokenizer,
+                model_text=document.model_text,
+                model_to_text=document.model_to_text,
+                options=ReadingOptions(max_length=length, max_windows=1),
+            )
+        )
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
     elif what == "held":
+
         def held():
-            window = window_attention(question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                                      document_start=target.document_start, model_text=document.model_text,
-                                      model_to_text=document.model_to_text, max_length=length)
-            summarize_window(window, text=document.text, answer_span=target.answer_span,
-                             block_size=loaded.block_size)
+            window = window_attention(
+                question,
+                document.text,
+                model=loaded.model,
+                tokenizer=loaded.tokenizer,
+                document_start=target.document_start,
+                model_text=document.model_text,
+                model_to_text=document.model_to_text,
+                max_length=length,
+            )
+            summarize_window(window, text=document.text, answer_span=target.answer_span, block_size=loaded.block_size)
 
         row["open_s"] = seconds(held)
         row["peak_mb"] = (peak_rss_bytes() - base) / 2**20
@@ -172,28 +193,41 @@ def run_in_subprocess(length: int, what: str, threads: int) -> dict:
 def table(rows: list[dict]) -> str:
     """One line per window length."""
     by = {(r["length"], r["what"]): r for r in rows}
-    lines = ["| window (tokens) | open (s) | open again (s) | open, not kept (s) | plain read (s) | ask (s) "
-             "| ask, keeping none (s) | slider redraw (s) | metric redraw (s) "
-             "| token redraw (s) | figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) "
-             "| token MB |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| window (tokens) | open (s) | open again (s) | open, not kept (s) | plain read (s) | ask (s) "
+        "| ask, keeping none (s) | slider redraw (s) | metric redraw (s) "
+        "| token redraw (s) | figures JSON (KB) | peak MB: explorer | plain read | all layers held | summary (MB) "
+        "| token MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for length in sorted({r["length"] for r in rows}):
         e, r, h = by[(length, "explorer")], by[(length, "read")], by[(length, "held")]
-        lines.append(f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | "
-                     f"{e['open_pass_s']:.2f} | {r['read_s']:.2f} | {e['ask_s']:.2f} | {e['ask_plain_s']:.2f} | "
-                     f"{e['slider_s']:.3f} | "
-                     f"{e['metric_s']:.3f} | {e['token_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | "
-                     f"{r['peak_mb']:.0f} | {h['peak_mb']:.0f} | {e['summary_mb']:.1f} | {e['token_mb']:.0f} |")
+        lines.append(
+            f"| {e['window_tokens']:,} | {e['open_s']:.2f} | {e['open_again_s']:.2f} | "
+            f"{e['open_pass_s']:.2f} | {r['read_s']:.2f} | {e['ask_s']:.2f} | {e['ask_plain_s']:.2f} | "
+            f"{e['slider_s']:.3f} | "
+            f"{e['metric_s']:.3f} | {e['token_s']:.3f} | {e['json_kb']:.0f} | {e['peak_mb']:.0f} | "
+            f"{r['peak_mb']:.0f} | {h['peak_mb']:.0f} | {e['summary_mb']:.1f} | {e['token_mb']:.0f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 8192], help="window lengths in tokens")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (fewer than the free cores: more only "
-                                                                "slows each small kernel down)")
-    parser.add_argument("--runs", type=int, default=1,
-                        help="fresh processes per measurement; with more than one, each cell is the median and a "
-                             "last table gives the first open's and the plain read's range")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="torch threads (fewer than the free cores: more only slows each small kernel down)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="fresh processes per measurement; with more than one, each cell is the median and a "
+        "last table gives the first open's and the plain read's range",
+    )
     parser.add_argument("--one", nargs=2, metavar=("LENGTH", "WHAT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -203,16 +237,25 @@ def main(argv=None) -> int:
 
     print(cpu_line())
     print(f"torch threads: {args.threads}; the app's CPU mode: {resolve_cpu_mode('auto')}")
-    rows = [median_row([run_in_subprocess(length, what, args.threads) for _ in range(max(1, args.runs))])
-            for length in args.lengths for what in MEASUREMENTS]
+    rows = [
+        median_row([run_in_subprocess(length, what, args.threads) for _ in range(max(1, args.runs))])
+        for length in args.lengths
+        for what in MEASUREMENTS
+    ]
     print(table(rows))
     if args.runs > 1:
         by = {(r["length"], r["what"]): r for r in rows}
         print(f"\n| window (tokens) | open, {args.runs} runs | open, not kept | plain read |\n|---:|---|---|---|")
         for length in args.lengths:
             e, r = by[(length, "explorer")], by[(length, "read")]
-            print(f"| {e['window_tokens']:,} | " + " | ".join(", ".join(f"{t:.2f}" for t in times) + " s" for times in
-                                                            (e["runs"]["open_s"], e["runs"]["open_pass_s"], r["runs"]["read_s"])) + " |")
+            print(
+                f"| {e['window_tokens']:,} | "
+                + " | ".join(
+                    ", ".join(f"{t:.2f}" for t in times) + " s"
+                    for times in (e["runs"]["open_s"], e["runs"]["open_pass_s"], r["runs"]["read_s"])
+                )
+                + " |"
+            )
     return 0
 
 

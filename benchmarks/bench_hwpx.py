@@ -60,10 +60,18 @@ def _html_counts(html: str | bytes, **extra) -> Output:
     for block in root.iter(*_BLOCKS):  # blocks apart, as a reader sees them; runs of text stay joined
         block.tail = " " + (block.tail or "")
         block.text = " " + (block.text or "")
-    spans = sum(1 for cell in root.iter("td", "th")
-                if int(cell.get("colspan", "1") or 1) > 1 or int(cell.get("rowspan", "1") or 1) > 1)
-    return Output(text=root.text_content().replace("\ue000", " "), tables=len(root.findall(".//table")), spans=spans,
-                  headings=len(root.xpath("//h1|//h2|//h3|//h4|//h5|//h6")), **extra)
+    spans = sum(
+        1
+        for cell in root.iter("td", "th")
+        if int(cell.get("colspan", "1") or 1) > 1 or int(cell.get("rowspan", "1") or 1) > 1
+    )
+    return Output(
+        text=root.text_content().replace("\ue000", " "),
+        tables=len(root.findall(".//table")),
+        spans=spans,
+        headings=len(root.xpath("//h1|//h2|//h3|//h4|//h5|//h6")),
+        **extra,
+    )
 
 
 def read_littlebird(path: Path) -> Output:
@@ -177,8 +185,11 @@ def file_tables(path: Path) -> tuple[int, int] | None:
                 if any(etree.QName(above).localname in _NOT_BODY for above in table.iterancestors()):
                     continue
                 tables += 1
-                spans += sum(1 for span in table.iterfind("{*}tr/{*}tc/{*}cellSpan")
-                             if span.get("colSpan", "1") != "1" or span.get("rowSpan", "1") != "1")
+                spans += sum(
+                    1
+                    for span in table.iterfind("{*}tr/{*}tc/{*}cellSpan")
+                    if span.get("colSpan", "1") != "1" or span.get("rowSpan", "1") != "1"
+                )
     return tables, spans
 
 
@@ -237,8 +248,10 @@ def measure(paths: list[Path], repeats: int, per_file: bool) -> dict[str, Tally]
                 tally.found += sum((words & found).values())
                 tally.preview += sum(words.values())
             if per_file:
-                print(f"  {name:18s} {path.name[:40]:40s} {statistics.median(seconds):7.3f} s  tables {output.tables}"
-                      f"  spans {output.spans}  headings {output.headings}  pages {output.pages}")
+                print(
+                    f"  {name:18s} {path.name[:40]:40s} {statistics.median(seconds):7.3f} s  tables {output.tables}"
+                    f"  spans {output.spans}  headings {output.headings}  pages {output.pages}"
+                )
     print(f"\n{len(paths)} files")
     if any(path.suffix.lower() == ".hwpx" for path in paths):
         print(f"the .hwpx files' own tables in their bodies: {truth_tables}, spanning cells: {truth_spans}")
@@ -253,7 +266,8 @@ def licence(distribution: str) -> str:
         return "?"
     found = meta.get("License-Expression") or next(
         (value.rsplit("::", 1)[-1].strip() for value in meta.get_all("Classifier") or [] if "License ::" in value),
-        meta.get("License") or "?")
+        meta.get("License") or "?",
+    )
     return f"{found}, {meta['Version']}"
 
 
@@ -264,17 +278,21 @@ def main() -> None:
     parser.add_argument("--per-file", action="store_true", help="print each file's counts too")
     args = parser.parse_args()
     tallies = measure(args.files, args.repeats, args.per_file)
-    print("\n| reader | licence, version | read | text (preview words) | tables | spanning cells | headings | pages "
-          "| seconds a file |")
+    print(
+        "\n| reader | licence, version | read | text (preview words) | tables | spanning cells | headings | pages "
+        "| seconds a file |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, tally in tallies.items():
         if not tally.files:  # a reader of the other format
             continue
         text = f"{tally.found / tally.preview:.1%}" if tally.preview else "-"
         seconds = f"{statistics.mean(tally.seconds):.4f}" if tally.seconds else "-"
-        print(f"| {name} | {licence(READERS[name][2])} | {tally.read}/{tally.files} | {text} | {tally.tables} | "
-              f"{tally.spans} | {'-' if tally.headings is None else tally.headings} | "
-              f"{'-' if tally.pages is None else tally.pages} | {seconds} |")
+        print(
+            f"| {name} | {licence(READERS[name][2])} | {tally.read}/{tally.files} | {text} | {tally.tables} | "
+            f"{tally.spans} | {'-' if tally.headings is None else tally.headings} | "
+            f"{'-' if tally.pages is None else tally.pages} | {seconds} |"
+        )
     for name, tally in tallies.items():
         for error in tally.errors:
             print(f"{name}: {error}")

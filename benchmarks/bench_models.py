@@ -37,20 +37,33 @@ def build_model(name: str, args, max_length: int):
     import torch
     from transformers import BertConfig, BertModel, BigBirdConfig, BigBirdModel, LongformerConfig, LongformerModel
 
-    sizes = dict(vocab_size=30000, hidden_size=args.hidden, num_hidden_layers=args.layers,
-                 num_attention_heads=args.heads, intermediate_size=4 * args.hidden,
-                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu")
+    sizes = dict(
+        vocab_size=30000,
+        hidden_size=args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        hidden_act="gelu",
+    )
     if name == "littlebird":
         from littlebird import LittleBirdConfig, LittleBirdModel
 
         return LittleBirdModel(LittleBirdConfig(**sizes, block_size=64, pack_size=64))
     if name == "bigbird":
-        config = BigBirdConfig(**sizes, attention_type="block_sparse", block_size=64, num_random_blocks=3,
-                               max_position_embeddings=max_length + 64)
+        config = BigBirdConfig(
+            **sizes,
+            attention_type="block_sparse",
+            block_size=64,
+            num_random_blocks=3,
+            max_position_embeddings=max_length + 64,
+        )
         return BigBirdModel(config)
     if name == "longformer":
-        config = LongformerConfig(**sizes, attention_window=512, max_position_embeddings=max_length + 64,
-                                  pad_token_id=1)
+        config = LongformerConfig(
+            **sizes, attention_window=512, max_position_embeddings=max_length + 64, pad_token_id=1
+        )
         return LongformerModel(config)
     if name == "dense":
         config = BertConfig(**sizes, max_position_embeddings=max_length + 64)
@@ -117,8 +130,14 @@ def measure_one(name: str, length: int, args) -> dict:
         forward()
         times.append(time.perf_counter() - start)
     peak = (torch.cuda.max_memory_allocated() if device.type == "cuda" else peak_rss_bytes()) - base
-    return {"model": name, "length": length, "median_s": statistics.median(times), "min_s": min(times),
-            "max_s": max(times), "peak_mb": max(peak, 0) / 2**20}
+    return {
+        "model": name,
+        "length": length,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "peak_mb": max(peak, 0) / 2**20,
+    }
 
 
 def run_in_subprocess(name: str, length: int, args) -> dict:
@@ -130,9 +149,22 @@ def run_in_subprocess(name: str, length: int, args) -> dict:
 
 
 def forwarded_flags(args) -> list:
-    return ["--hidden", str(args.hidden), "--layers", str(args.layers), "--heads", str(args.heads),
-            "--repeats", str(args.repeats), "--threads", str(args.threads), "--device", args.device,
-            "--dtype", args.dtype]
+    return [
+        "--hidden",
+        str(args.hidden),
+        "--layers",
+        str(args.layers),
+        "--heads",
+        str(args.heads),
+        "--repeats",
+        str(args.repeats),
+        "--threads",
+        str(args.threads),
+        "--device",
+        args.device,
+        "--dtype",
+        args.dtype,
+    ]
 
 
 def best_of(rounds: list, model: str, length: int) -> dict:
@@ -140,15 +172,25 @@ def best_of(rounds: list, model: str, length: int) -> dict:
     ok = [r for r in rounds if r["model"] == model and r["length"] == length and "median_s" in r]
     if not ok:
         return {"model": model, "length": length, "error": "every round failed"}
-    return {"model": model, "length": length, "median_s": min(r["min_s"] for r in ok),
-            "min_s": min(r["min_s"] for r in ok), "max_s": max(r["max_s"] for r in ok),
-            "peak_mb": min(r["peak_mb"] for r in ok)}
+    return {
+        "model": model,
+        "length": length,
+        "median_s": min(r["min_s"] for r in ok),
+        "min_s": min(r["min_s"] for r in ok),
+        "max_s": max(r["max_s"] for r in ok),
+        "peak_mb": min(r["peak_mb"] for r in ok),
+    }
 
 
 def print_table(rows: list, lengths: list, models: list):
     by = {(r["model"], r["length"]): r for r in rows}
-    print("\n| model | " + " | ".join(f"{n // 1024}K s" for n in lengths) + " | "
-          + " | ".join(f"{n // 1024}K MB" for n in lengths) + " |")
+    print(
+        "\n| model | "
+        + " | ".join(f"{n // 1024}K s" for n in lengths)
+        + " | "
+        + " | ".join(f"{n // 1024}K MB" for n in lengths)
+        + " |"
+    )
     print("|---" * (1 + 2 * len(lengths)) + "|")
     for model in models:
         cells = []
@@ -158,8 +200,13 @@ def print_table(rows: list, lengths: list, models: list):
         mems = [f"{by[(model, n)]['peak_mb']:.0f}" if "peak_mb" in by.get((model, n), {}) else "-" for n in lengths]
         print(f"| {model} | " + " | ".join(cells) + " | " + " | ".join(mems) + " |")
     print("\nRatios against LittleBird in this run (other / LittleBird; > 1 means LittleBird is better):")
-    print("| model | " + " | ".join(f"{n // 1024}K time" for n in lengths) + " | "
-          + " | ".join(f"{n // 1024}K mem" for n in lengths) + " |")
+    print(
+        "| model | "
+        + " | ".join(f"{n // 1024}K time" for n in lengths)
+        + " | "
+        + " | ".join(f"{n // 1024}K mem" for n in lengths)
+        + " |"
+    )
     print("|---" * (1 + 2 * len(lengths)) + "|")
     for model in models:
         if model == "littlebird":
@@ -176,8 +223,10 @@ def print_table(rows: list, lengths: list, models: list):
     hi = max(lb_times, default=None)
     for lo in sorted(lb_times):
         if lo < hi:  # how time grows with length: linear means the ratio equals the length ratio
-            print(f"LittleBird time({hi // 1024}K) / time({lo // 1024}K) = {lb_times[hi] / lb_times[lo]:.2f} "
-                  f"(length ratio {hi // lo})")
+            print(
+                f"LittleBird time({hi // 1024}K) / time({lo // 1024}K) = {lb_times[hi] / lb_times[lo]:.2f} "
+                f"(length ratio {hi // lo})"
+            )
 
 
 def main():
@@ -198,9 +247,11 @@ def main():
     if args.one:
         print(json.dumps(measure_one(args.one[0], int(args.one[1]), args)))
         return
-    print(f"hidden {args.hidden}, {args.layers} layers, {args.heads} heads, batch 1, {args.dtype}, "
-          f"{args.device}, {args.threads} threads; best of {args.rounds} rounds x {args.repeats} forwards after a "
-          "warm-up (the slowest in brackets); memory: peak growth over the forwards")
+    print(
+        f"hidden {args.hidden}, {args.layers} layers, {args.heads} heads, batch 1, {args.dtype}, "
+        f"{args.device}, {args.threads} threads; best of {args.rounds} rounds x {args.repeats} forwards after a "
+        "warm-up (the slowest in brackets); memory: peak growth over the forwards"
+    )
     rounds = []
     for round_index in range(args.rounds):
         for n in args.lengths:

@@ -80,23 +80,31 @@ def _pgm(image) -> bytes:
 def program_words(image, languages: str = "kor+eng", layout: int = 6, encode=_png) -> str:
     """The page's words by the tesseract program in a child process, as the app runs it (the page in PNG on its
     standard input; ``encode=_pgm`` sends uncompressed PGM instead)."""
-    done = subprocess.run(["tesseract", "stdin", "stdout", "-l", languages, "--psm", str(layout), "--dpi", "300",
-                           "tsv"], input=encode(image), capture_output=True, check=True)
+    done = subprocess.run(
+        ["tesseract", "stdin", "stdout", "-l", languages, "--psm", str(layout), "--dpi", "300", "tsv"],
+        input=encode(image),
+        capture_output=True,
+        check=True,
+    )
     rows = [row.split("\t") for row in done.stdout.decode("utf-8").splitlines()[1:]]
     return " ".join(row[11] for row in rows if len(row) == 12 and row[0] == "5" and row[11].strip())
 
 
 def _bindings() -> dict:
     """{name: function(image) -> words} for each binding installed."""
-    bindings = {"tesseract program, a child process per page, PNG on its input (the app's)": program_words,
-                "tesseract program, a child process per page, PGM on its input":
-                    lambda image: program_words(image, encode=_pgm)}
+    bindings = {
+        "tesseract program, a child process per page, PNG on its input (the app's)": program_words,
+        "tesseract program, a child process per page, PGM on its input": lambda image: program_words(
+            image, encode=_pgm
+        ),
+    }
     try:
         import pytesseract
 
         def with_pytesseract(image) -> str:
-            data = pytesseract.image_to_data(image, lang="kor+eng", config="--psm 6 --dpi 300",
-                                             output_type=pytesseract.Output.DICT)
+            data = pytesseract.image_to_data(
+                image, lang="kor+eng", config="--psm 6 --dpi 300", output_type=pytesseract.Output.DICT
+            )
             return " ".join(word for word, level in zip(data["text"], data["level"]) if level == 5 and word.strip())
 
         bindings["pytesseract (runs the program, through files)"] = with_pytesseract
@@ -105,8 +113,9 @@ def _bindings() -> dict:
     try:
         import tesserocr
 
-        api = tesserocr.PyTessBaseAPI(path="/usr/share/tesseract-ocr/5/tessdata/", lang="kor+eng",
-                                      psm=tesserocr.PSM.SINGLE_BLOCK)
+        api = tesserocr.PyTessBaseAPI(
+            path="/usr/share/tesseract-ocr/5/tessdata/", lang="kor+eng", psm=tesserocr.PSM.SINGLE_BLOCK
+        )
 
         def with_tesserocr(image) -> str:
             api.SetImage(image)
@@ -151,13 +160,16 @@ def main(argv: list[str] | None = None) -> None:
 def _bindings_table(images: dict, pages: int, repeats: int) -> None:
     """Table 1: each binding's seconds a page, the median of ``repeats`` runs a page, the bindings taking turns
     so that a busy spell of the machine falls on all of them."""
-    print(f"Bindings: seconds a page ({pages} pages a language at 300 dpi, kor+eng, layout 6, one thread; "
-          f"medians of {repeats})\n")
+    print(
+        f"Bindings: seconds a page ({pages} pages a language at 300 dpi, kor+eng, layout 6, one thread; "
+        f"medians of {repeats})\n"
+    )
     print("| binding | English s/page | Korean s/page | vs the program |")
     print("|---|---:|---:|---:|")
     bindings = _bindings()
-    times = {(name, language, page): [] for name in bindings for language in images
-             for page in range(len(images[language]))}
+    times = {
+        (name, language, page): [] for name in bindings for language in images for page in range(len(images[language]))
+    }
     for _ in range(repeats):
         for language, page_images in images.items():
             for page, image in enumerate(page_images):
@@ -167,9 +179,12 @@ def _bindings_table(images: dict, pages: int, repeats: int) -> None:
                     times[name, language, page].append(time.perf_counter() - start)
     baseline = None
     for name in bindings:
-        seconds = {language: statistics.mean(statistics.median(times[name, language, page])
-                                             for page in range(len(page_images)))
-                   for language, page_images in images.items()}
+        seconds = {
+            language: statistics.mean(
+                statistics.median(times[name, language, page]) for page in range(len(page_images))
+            )
+            for language, page_images in images.items()
+        }
         total = sum(seconds.values())
         baseline = baseline or total
         print(f"| {name} | {seconds['en']:.2f} | {seconds['ko']:.2f} | {total / baseline:.2f}x |")
@@ -181,8 +196,10 @@ def _bindings_table(images: dict, pages: int, repeats: int) -> None:
         start = time.perf_counter()
         program_words(blank)
         starting.append(time.perf_counter() - start)
-    print(f"\nThe program on a blank 200 x 100 image (starting and loading kor+eng only, median of 5): "
-          f"{statistics.median(starting):.2f} s")
+    print(
+        f"\nThe program on a blank 200 x 100 image (starting and loading kor+eng only, median of 5): "
+        f"{statistics.median(starting):.2f} s"
+    )
 
 
 def _errors_table(scans: dict, images: dict, pages: int) -> None:
@@ -198,8 +215,10 @@ def _errors_table(scans: dict, images: dict, pages: int) -> None:
         raw = read_pdf(data, source="scan.pdf", ocr_seconds=3600)
         seconds = (time.perf_counter() - start) / len(truth)
         cer, bare = error_rates(_page_texts(raw), truth)
-        print(f"| the app: kor+eng, layout 6, Hangul pages again in kor | {names[language]} | {cer:.3f} | "
-              f"{bare:.3f} | {seconds:.2f} (pages two at a time) |")
+        print(
+            f"| the app: kor+eng, layout 6, Hangul pages again in kor | {names[language]} | {cer:.3f} | "
+            f"{bare:.3f} | {seconds:.2f} (pages two at a time) |"
+        )
         for languages, layout in (("kor+eng", 6), ("eng+kor", 6), ("kor+eng", 3)):
             start = time.perf_counter()
             read = [program_words(image, languages, layout) for image in images[language]]
@@ -223,16 +242,23 @@ def _ask_table(scan, n_pages: int) -> None:
         fact = scan._report_module().library_facts("en")[3]  # section 4, page 6
         question = f"Which architect designed the building of the {fact['branch']} Library?"
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "littlebird", "ask", str(path), question, "--json"], cwd=ROOT,
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "littlebird", "ask", str(path), question, "--json"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         asking = time.perf_counter() - start
     payload = json.loads(done.stdout)
     print("| step | seconds |")
     print("|---|---:|")
     print(f"| reading the scan: rendering and OCR, {raw.n_pages} pages | {reading:.1f} |")
     verdict = "right" if payload["answer"] == fact["architect"] and payload["page"] == 6 else "wrong"
-    print(f"| `littlebird ask` in a fresh process, reading included: {payload['answer']!r} on page {payload['page']} "
-          f"({verdict}) | {asking:.1f} |")
+    print(
+        f"| `littlebird ask` in a fresh process, reading included: {payload['answer']!r} on page {payload['page']} "
+        f"({verdict}) | {asking:.1f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -74,8 +74,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per row; the median is shown")
     args = parser.parse_args(argv)
     report = _report_module()
-    readers = {"pypdfium2 (PDFium), text only": pdfium_text, "pypdf, text only": pypdf_text,
-               "the app: pypdfium2 in a child process, paragraphs and page map": app_text}
+    readers = {
+        "pypdfium2 (PDFium), text only": pdfium_text,
+        "pypdf, text only": pypdf_text,
+        "the app: pypdfium2 in a child process, paragraphs and page map": app_text,
+    }
     print("| document | reader | ms/page | vs pypdfium2 | paragraphs whole |")
     print("|---|---|---:|---:|---:|")
     for language in ("en", "ko"):
@@ -94,8 +97,10 @@ def main(argv: list[str] | None = None) -> None:
             per_page = 1000 * statistics.median(times) / n_pages
             baseline = baseline or per_page
             document = f"{'English' if language == 'en' else 'Korean'}, {n_pages} pages"
-            print(f"| {document} | {name} | {per_page:.2f} | {per_page / baseline:.2f}x | "
-                  f"{paragraphs_whole(pages, paragraphs)} of {len(paragraphs)} |")
+            print(
+                f"| {document} | {name} | {per_page:.2f} | {per_page / baseline:.2f}x | "
+                f"{paragraphs_whole(pages, paragraphs)} of {len(paragraphs)} |"
+            )
 
 
 if __name__ == "__main__":

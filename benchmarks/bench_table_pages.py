@@ -35,8 +35,12 @@ from littlebird.evaluation import gold_answer_windows  # noqa: E402
 from littlebird.reader import DEFAULT_READING, encode_text, forget_encodings, read  # noqa: E402
 from littlebird.table_text import TABLE_FORMS  # noqa: E402
 from littlebird.training.data import keep_questions, take_questions  # noqa: E402
-from littlebird.training.page_tables import (TABLE_PAGES_FILE, read_table_pages, split_table_pages,  # noqa: E402
-                                             table_question_articles)
+from littlebird.training.page_tables import (
+    TABLE_PAGES_FILE,
+    read_table_pages,
+    split_table_pages,  # noqa: E402
+    table_question_articles,
+)
 
 
 def _ids(articles: list[dict]) -> set[str]:
@@ -65,10 +69,14 @@ def main(argv=None) -> None:
     model = load_qa_model(args.checkpoint)
     options = replace(DEFAULT_READING, threads=args.threads)  # read() sets the threads and the CPU mode
     print(cpu_line())
-    print(f"{len(chosen)} questions on {len(dev)} held-out pages; {torch.get_num_threads()} threads; reader: the app's "
-          f"default (ranked windows, glimpses, stop rules)\n")
-    print("| table form | tokens / page (median, p90) | s / question (p50, p90, slowest) | p50 vs first | "
-          "windows read | gold answer's window ranked first | gold answer's window read |")
+    print(
+        f"{len(chosen)} questions on {len(dev)} held-out pages; {torch.get_num_threads()} threads; reader: the app's "
+        f"default (ranked windows, glimpses, stop rules)\n"
+    )
+    print(
+        "| table form | tokens / page (median, p90) | s / question (p50, p90, slowest) | p50 vs first | "
+        "windows read | gold answer's window ranked first | gold answer's window read |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     base = None
     for form in args.forms:
@@ -79,21 +87,25 @@ def main(argv=None) -> None:
             for qa in article["paragraphs"][0]["qas"]:
                 forget_encodings()
                 started = time.perf_counter()
-                reading = read(qa["question"], context, model=model, tokenizer=tokenizer, options=options,
-                               tidy=tidy_answer_span)
+                reading = read(
+                    qa["question"], context, model=model, tokenizer=tokenizer, options=options, tidy=tidy_answer_span
+                )
                 seconds.append(time.perf_counter() - started)
                 windows.append(reading.n_windows)
                 gold = qa["answers"][0]
-                rank, read_it = gold_answer_windows(reading, tokenizer, context, gold["answer_start"],
-                                                    gold["answer_start"] + len(gold["text"]))
+                rank, read_it = gold_answer_windows(
+                    reading, tokenizer, context, gold["answer_start"], gold["answer_start"] + len(gold["text"])
+                )
                 first.append(rank == 0)
                 was_read.append(read_it)
         p50 = statistics.median(seconds)
         base = base or p50
-        print(f"| {form} | {statistics.median(lengths):,.0f}, {_percentile(lengths, 0.9):,.0f} | "
-              f"{p50:.2f}, {_percentile(seconds, 0.9):.2f}, {max(seconds):.2f} | {p50 / base:.2f} | "
-              f"{statistics.fmean(windows):.2f} | {statistics.fmean(first):.1%} | {statistics.fmean(was_read):.1%} |",
-              flush=True)
+        print(
+            f"| {form} | {statistics.median(lengths):,.0f}, {_percentile(lengths, 0.9):,.0f} | "
+            f"{p50:.2f}, {_percentile(seconds, 0.9):.2f}, {max(seconds):.2f} | {p50 / base:.2f} | "
+            f"{statistics.fmean(windows):.2f} | {statistics.fmean(first):.1%} | {statistics.fmean(was_read):.1%} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

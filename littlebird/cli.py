@@ -1,11 +1,11 @@
 """The ``littlebird`` command: one entry point for the app, questions from the terminal, and the tools.
 
-    littlebird serve                                   # the web app on http://127.0.0.1:7860
-    littlebird ask page.html "Who commanded Expedition 1?"
-    littlebird ask https://example.org/page "..." --json
-    littlebird ask page.html --questions questions.jsonl > answers.jsonl
-    littlebird train recipes/default.yaml --dry-run
-    littlebird evaluate --model assets/littlebird-qa --data runs/dev/dev-en-paragraph.json
+littlebird serve                                   # the web app on http://127.0.0.1:7860
+littlebird ask page.html "Who commanded Expedition 1?"
+littlebird ask https://example.org/page "..." --json
+littlebird ask page.html --questions questions.jsonl > answers.jsonl
+littlebird train recipes/default.yaml --dry-run
+littlebird evaluate --model assets/littlebird-qa --data runs/dev/dev-en-paragraph.json
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     reading = _page_settings(args, "serve")
     build_demo(args.model or os.environ.get("LITTLEBIRD_CHECKPOINT") or None, reading=reading).launch(
-        server_name=args.host, server_port=args.port)
+        server_name=args.host, server_port=args.port
+    )
     return 0
 
 
@@ -76,8 +77,9 @@ def _source(document: str) -> dict[str, Any]:
     if looks_like_address(document):
         return {"source": "url", "url": document}
     if not Path(document).is_file():
-        raise DocumentError(f"{document} is no file; give a {formats.suffix_list()} file, an http(s) address, "
-                            "or - for standard input")
+        raise DocumentError(
+            f"{document} is no file; give a {formats.suffix_list()} file, an http(s) address, or - for standard input"
+        )
     return {"source": "upload", "upload": document}
 
 
@@ -89,11 +91,16 @@ def _print_answer(payload: dict, out: TextIO) -> None:
         out.write(f"{payload['answer']}\n")
     if payload["answer"] is not None and payload.get("page") is not None:
         out.write(f"page {payload['page']} of {payload['n_pages']}\n")
-    out.write(f"probability {payload['probability'] or 0:.2f} among the n-best; the document answers the question "
-              f"with probability {payload['answerable_probability']:.2f}\n")
+    out.write(
+        f"probability {payload['probability'] or 0:.2f} among the n-best; the document answers the question "
+        f"with probability {payload['answerable_probability']:.2f}\n"
+    )
     for candidate in payload["n_best"]:
         page = f"  page {candidate['page']}" if candidate.get("page") is not None else ""
-        out.write(f"  {candidate['probability']:.2f}  {candidate['answer']}  [{candidate['start']}:{candidate['end']}]{page}\n")
+        out.write(
+            f"  {candidate['probability']:.2f}  {candidate['answer']}  "
+            f"[{candidate['start']}:{candidate['end']}]{page}\n"
+        )
     if payload["message"]:
         out.write(payload["message"] + "\n")
 
@@ -102,9 +109,9 @@ def _ask(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from transformers.utils import logging as transformers_logging
 
     from .app.asking import Settings, ask
-    from .documents.errors import DocumentError
     from .app.models import CheckpointError
     from .app.payloads import api_payload
+    from .documents.errors import DocumentError
 
     if (args.question is None) == (args.questions is None):
         raise SystemExit("give one question, or --questions FILE (JSON lines), not both")
@@ -160,8 +167,9 @@ def _train(args: argparse.Namespace) -> int:
     if args.recipe is None:
         raise SystemExit("littlebird train: give a recipe file (recipes/default.yaml), or --list-stages")
     try:
-        recipe = load_recipe(args.recipe, runs=args.runs, data=args.data, settings=args.set,
-                             require_data=not args.dry_run)
+        recipe = load_recipe(
+            args.recipe, runs=args.runs, data=args.data, settings=args.set, require_data=not args.dry_run
+        )
         stages = select(recipe, from_stage=args.from_stage, until_stage=args.until_stage)
     except ValueError as error:
         raise SystemExit(f"littlebird train: {error}") from None
@@ -191,25 +199,35 @@ def build_parser() -> argparse.ArgumentParser:
     from .documents import formats
     from .reading_options import PAGE_SETTINGS, ReadingOptions
 
-    parser = argparse.ArgumentParser(prog="littlebird", description="Question answering over long Korean and "
-                                     "English documents with LittleBird.")
+    parser = argparse.ArgumentParser(
+        prog="littlebird", description="Question answering over long Korean and English documents with LittleBird."
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = commands.add_parser("serve", help="run the web app")
-    serve.add_argument("--model", default=None, help="a checkpoint folder or Hub id (default: the shipped one, or "
-                                                     "$LITTLEBIRD_CHECKPOINT)")
+    serve.add_argument(
+        "--model",
+        default=None,
+        help="a checkpoint folder or Hub id (default: the shipped one, or $LITTLEBIRD_CHECKPOINT)",
+    )
     serve.add_argument("--host", default=None, help="address to serve (default 127.0.0.1, or $GRADIO_SERVER_NAME)")
     serve.add_argument("--port", type=int, default=None, help="port (default 7860, or $GRADIO_SERVER_PORT)")
-    add_options(serve.add_argument_group("the page's settings as it opens (and the /answer API's)"), ReadingOptions,
-                only=PAGE_SETTINGS)
+    add_options(
+        serve.add_argument_group("the page's settings as it opens (and the /answer API's)"),
+        ReadingOptions,
+        only=PAGE_SETTINGS,
+    )
     serve.set_defaults(handler=_serve)
 
     ask = commands.add_parser("ask", help="answer a question about a file, a web address or standard input")
-    ask.add_argument("document", help=f"a {formats.suffix_list()} file, an http(s) address, or - "
-                                     "for standard input")
+    ask.add_argument("document", help=f"a {formats.suffix_list()} file, an http(s) address, or - for standard input")
     ask.add_argument("question", nargs="?", default=None, help="the question (or --questions)")
-    ask.add_argument("--questions", metavar="FILE", help='JSON lines of {"question": ..., "id": ...} ("-": standard '
-                                                         "input); one JSON line of answers each on standard output")
+    ask.add_argument(
+        "--questions",
+        metavar="FILE",
+        help='JSON lines of {"question": ..., "id": ...} ("-": standard '
+        "input); one JSON line of answers each on standard output",
+    )
     ask.add_argument("--json", action="store_true", help="print the /answer endpoint's JSON instead of text")
     ask.add_argument("--model", default=None, help="a checkpoint folder or Hub id (default: the shipped one)")
     add_options(ask.add_argument_group("reading, as the page's settings"), ReadingOptions, only=PAGE_SETTINGS)
@@ -222,17 +240,26 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--until-stage", help="stop after this stage")
     train.add_argument("--runs", help="the folder the stages write in (default: the recipe's runs)")
     train.add_argument("--data", help="the data folder (default: $LITTLEBIRD_DATA)")
-    train.add_argument("--set", action="append", default=[], metavar="STAGE.OPTION=VALUE",
-                       help="override one stage option (repeatable), e.g. --set convert.source=klue/roberta-base")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="STAGE.OPTION=VALUE",
+        help="override one stage option (repeatable), e.g. --set convert.source=klue/roberta-base",
+    )
     train.add_argument("--list-stages", action="store_true", help="print every kind of stage and its options")
     train.set_defaults(handler=_train)
 
     space = commands.add_parser("space", help="write the files of a Hugging Face Space (and upload them)")
     space.add_argument("directory", help="the folder to write")
     space.add_argument("--root", default=".", help="the checkout whose files it takes (default: the current folder)")
-    space.add_argument("--hardware", choices=("cpu", "zero-gpu", "gpu"), default="cpu",
-                       help="what the Space runs on: cpu (a free Space; the CPU-only torch wheel), zero-gpu (ZeroGPU: "
-                            "spaces and the CUDA wheel) or gpu (the CUDA wheel); default cpu")
+    space.add_argument(
+        "--hardware",
+        choices=("cpu", "zero-gpu", "gpu"),
+        default="cpu",
+        help="what the Space runs on: cpu (a free Space; the CPU-only torch wheel), zero-gpu (ZeroGPU: "
+        "spaces and the CUDA wheel) or gpu (the CUDA wheel); default cpu",
+    )
     space.add_argument("--push", metavar="OWNER/NAME", help="upload the folder to this Space")
     space.set_defaults(handler=_space)
 

@@ -32,19 +32,36 @@ class Slider:
     label: str
 
 
-def option(default: Any = dataclasses.MISSING, help: str = "", *, choices: Sequence[str] | None = None,
-           minimum: float | None = None, above: float | None = None, maximum: float | None = None,
-           below: float | None = None, none: str | None = None, aliases: Sequence[str] = (),
-           slider: Slider | None = None) -> Any:
+def option(
+    default: Any = dataclasses.MISSING,
+    help: str = "",
+    *,
+    choices: Sequence[str] | None = None,
+    minimum: float | None = None,
+    above: float | None = None,
+    maximum: float | None = None,
+    below: float | None = None,
+    none: str | None = None,
+    aliases: Sequence[str] = (),
+    slider: Slider | None = None,
+) -> Any:
     """A dataclass field with its help text; no default makes it required.
 
     ``choices``: the values allowed; ``minimum``/``maximum``: inclusive bounds, ``above``/``below``: exclusive
     ones (:func:`check_options` enforces them). ``none``: the command-line word for None, for an option that may
     be None. ``aliases``: more flags for it (``--flag`` spellings). ``slider``: how a page shows it."""
     bounds = {"minimum": minimum, "above": above, "maximum": maximum, "below": below}
-    return dataclasses.field(default=default, metadata={
-        "help": help, "choices": tuple(choices) if choices else None, "none": none, "aliases": tuple(aliases),
-        "slider": slider, **{name: value for name, value in bounds.items() if value is not None}})
+    return dataclasses.field(
+        default=default,
+        metadata={
+            "help": help,
+            "choices": tuple(choices) if choices else None,
+            "none": none,
+            "aliases": tuple(aliases),
+            "slider": slider,
+            **{name: value for name, value in bounds.items() if value is not None},
+        },
+    )
 
 
 def _base_type(annotation) -> tuple[type, bool]:
@@ -69,8 +86,9 @@ def option_fields(cls) -> list[tuple[dataclasses.Field, type, bool]]:
 
 def build_parser(cls, description: str | None = None, **parser_options) -> argparse.ArgumentParser:
     """The command line of ``cls``: ``--name-with-dashes`` per field, its help and default shown."""
-    parser = argparse.ArgumentParser(description=description or cls.__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, **parser_options)
+    parser = argparse.ArgumentParser(
+        description=description or cls.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, **parser_options
+    )
     add_options(parser, cls)
     return parser
 
@@ -90,8 +108,12 @@ def _value_or_none(kind: type, word: str):
     return convert
 
 
-def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls, only: Sequence[str] | None = None,
-                defaults: Mapping[str, Any] | None = None) -> None:
+def add_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    cls,
+    only: Sequence[str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> None:
     """Add a flag to ``parser`` for each field of ``cls`` (those named in ``only``, where given, in its order), with
     the field's default, or the one ``defaults`` gives it (a tool whose context sets it: the environment)."""
     fields = {field.name: (field, kind, optional) for field, kind, optional in option_fields(cls)}
@@ -103,12 +125,20 @@ def add_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls, 
         help_text = field.metadata.get("help", "")
         if kind is bool:
             shown = flags[0] if default else "--no-" + flags[0][2:]
-            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=default,
-                                help=f"{help_text} (default: {shown})".lstrip(), dest=field.name)
+            parser.add_argument(
+                *flags,
+                action=argparse.BooleanOptionalAction,
+                default=default,
+                help=f"{help_text} (default: {shown})".lstrip(),
+                dest=field.name,
+            )
             continue
         word = field.metadata.get("none") if optional else None
-        kwargs: dict[str, Any] = {"type": kind if word is None else _value_or_none(kind, word), "help": help_text,
-                                  "dest": field.name}
+        kwargs: dict[str, Any] = {
+            "type": kind if word is None else _value_or_none(kind, word),
+            "help": help_text,
+            "dest": field.name,
+        }
         if field.metadata.get("choices"):
             kwargs["choices"] = field.metadata["choices"] + ((None,) if word else ())
             kwargs["metavar"] = "{" + ",".join([*field.metadata["choices"], *([word] if word else [])]) + "}"
@@ -135,8 +165,12 @@ def _rule(meta: Mapping[str, Any]) -> str | None:
 
 
 def _within(value: float, meta: Mapping[str, Any]) -> bool:
-    return not (("minimum" in meta and value < meta["minimum"]) or ("above" in meta and value <= meta["above"])
-                or ("maximum" in meta and value > meta["maximum"]) or ("below" in meta and value >= meta["below"]))
+    return not (
+        ("minimum" in meta and value < meta["minimum"])
+        or ("above" in meta and value <= meta["above"])
+        or ("maximum" in meta and value > meta["maximum"])
+        or ("below" in meta and value >= meta["below"])
+    )
 
 
 def check_options(options) -> None:

@@ -42,7 +42,9 @@ def read_predictions(paths: list[Path]) -> dict[tuple[str, str], dict]:
     return rows
 
 
-def paired_bootstrap(reference: dict, other: dict, *, rounds: int = 2000, seed: int = 0) -> tuple[int, float, float, float]:
+def paired_bootstrap(
+    reference: dict, other: dict, *, rounds: int = 2000, seed: int = 0
+) -> tuple[int, float, float, float]:
     """Mean F1 difference (other - reference, percent) over the questions both answered, with a
     95% interval from resampling those questions -> (questions, difference, low, high)."""
     keys = sorted(set(reference) & set(other))
@@ -95,37 +97,57 @@ def compare_sets(a_pattern: str, b_pattern: str, files: list[str]) -> list[dict]
         n, difference, low, high = paired_bootstrap(a, b)
         a_summary = json.loads(a_path.read_text())["summary"]
         b_summary = json.loads(b_path.read_text())["summary"]
-        rows.append({"file": name, "n": n, "a_f1": pooled_f1(a)["all"][1], "b_f1": pooled_f1(b)["all"][1],
-                     "difference": difference, "low": low, "high": high,
-                     "a_no_answer": a_summary.get("no_answer_rate"), "b_no_answer": b_summary.get("no_answer_rate"),
-                     "a_windows": a_summary.get("mean_windows"), "b_windows": b_summary.get("mean_windows")})
+        rows.append(
+            {
+                "file": name,
+                "n": n,
+                "a_f1": pooled_f1(a)["all"][1],
+                "b_f1": pooled_f1(b)["all"][1],
+                "difference": difference,
+                "low": low,
+                "high": high,
+                "a_no_answer": a_summary.get("no_answer_rate"),
+                "b_no_answer": b_summary.get("no_answer_rate"),
+                "a_windows": a_summary.get("mean_windows"),
+                "b_windows": b_summary.get("mean_windows"),
+            }
+        )
     return rows
 
 
 def comparison_table(rows: list[dict], a_name: str, b_name: str, tolerance: float = 1.0) -> str:
     """The Markdown table of ``compare_sets``' rows and the verdict line: is B ahead on every file, and
     within ``tolerance`` F1 points of A on every file."""
+
     def share(x):
         return "-" if x is None else f"{100 * x:.1f}%"
 
     def mean(x):
         return "-" if x is None else f"{x:.2f}"
 
-    lines = [f"| dev file | questions | {a_name} F1 | {b_name} F1 | difference (95% CI) | 'no answer' {a_name} / "
-             f"{b_name} | windows read {a_name} / {b_name} |", "|---|---:|---:|---:|---|---|---|"]
+    lines = [
+        f"| dev file | questions | {a_name} F1 | {b_name} F1 | difference (95% CI) | 'no answer' {a_name} / "
+        f"{b_name} | windows read {a_name} / {b_name} |",
+        "|---|---:|---:|---:|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['file']} | {r['n']} | {r['a_f1']:.1f} | {r['b_f1']:.1f} | {r['difference']:+.1f} "
-                     f"({r['low']:+.1f}, {r['high']:+.1f}) | {share(r['a_no_answer'])} / {share(r['b_no_answer'])} | "
-                     f"{mean(r['a_windows'])} / {mean(r['b_windows'])} |")
+        lines.append(
+            f"| {r['file']} | {r['n']} | {r['a_f1']:.1f} | {r['b_f1']:.1f} | {r['difference']:+.1f} "
+            f"({r['low']:+.1f}, {r['high']:+.1f}) | {share(r['a_no_answer'])} / {share(r['b_no_answer'])} | "
+            f"{mean(r['a_windows'])} / {mean(r['b_windows'])} |"
+        )
     ahead = all(r["difference"] > 0 for r in rows)
     within = all(r["difference"] >= -tolerance for r in rows)
-    lines.append(f"{b_name} ahead on all {len(rows)} files: {'yes' if ahead else 'no'}; "
-                 f"within {tolerance:g} F1 of {a_name} on all: {'yes' if within else 'no'}")
+    lines.append(
+        f"{b_name} ahead on all {len(rows)} files: {'yes' if ahead else 'no'}; "
+        f"within {tolerance:g} F1 of {a_name} on all: {'yes' if within else 'no'}"
+    )
     return "\n".join(lines)
 
 
-def compare_results(a: str, b: str, files: list[str] | None = None, names: tuple[str, str] = ("A", "B"),
-                    tolerance: float = 1.0) -> str:
+def compare_results(
+    a: str, b: str, files: list[str] | None = None, names: tuple[str, str] = ("A", "B"), tolerance: float = 1.0
+) -> str:
     """``littlebird evaluate --compare A B``'s table for two sets of results (patterns with ``{}``, folders, or
     one result file each) on ``files`` (default: every dev file A has a result for). Raises ``ValueError``
     when no file has results in both sets."""
@@ -133,6 +155,7 @@ def compare_results(a: str, b: str, files: list[str] | None = None, names: tuple
     files = files or result_names(a_pattern)
     rows = compare_sets(a_pattern, b_pattern, files)
     if not rows:
-        raise ValueError(f"no file of {', '.join(files) or '(none found)'} has results in both {a_pattern} and "
-                         f"{b_pattern}")
+        raise ValueError(
+            f"no file of {', '.join(files) or '(none found)'} has results in both {a_pattern} and {b_pattern}"
+        )
     return comparison_table(rows, *names, tolerance=tolerance)

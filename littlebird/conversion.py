@@ -144,8 +144,9 @@ def extend_word_embeddings(
     return extended
 
 
-def _layer_tensors(bert_state_dict: Mapping[str, torch.Tensor], source: int, target: int,
-                   updates_pack: bool = True) -> dict[str, torch.Tensor]:
+def _layer_tensors(
+    bert_state_dict: Mapping[str, torch.Tensor], source: int, target: int, updates_pack: bool = True
+) -> dict[str, torch.Tensor]:
     """LittleBird tensors of layer ``target``, copied from BERT layer ``source``; without the pack
     LayerNorm where the layer has none (``updates_pack=False``, the last layer)."""
     tensors = {}
@@ -216,9 +217,7 @@ def _instantiate(
     containing one of ``fresh``).
     """
     with quiet_loading_report():
-        model, info = model_class.from_pretrained(
-            None, config=config, state_dict=state_dict, output_loading_info=True
-        )
+        model, info = model_class.from_pretrained(None, config=config, state_dict=state_dict, output_loading_info=True)
     not_loaded = sorted(name for name in info["missing_keys"] if not any(part in name for part in fresh))
     problems = {
         "unexpected": sorted(info["unexpected_keys"]),

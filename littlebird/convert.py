@@ -48,24 +48,38 @@ def check_convertible(config: PreTrainedConfig) -> str:
     """The family of a source config (a key of :data:`CONVERTIBLE`), or :class:`NotConvertible`."""
     model_type = config.model_type
     if getattr(config, "is_encoder_decoder", False):
-        raise NotConvertible(f"{model_type!r} is an encoder-decoder; LittleBird converts BERT-style encoders "
-                             f"({', '.join(CONVERTIBLE.values())})")
-    if model_type in RELATIVE_POSITION_TYPES or getattr(config, "relative_attention", False) \
-            or getattr(config, "position_embedding_type", None) not in (None, "absolute"):
-        raise NotConvertible(f"{model_type!r} uses relative position buckets, which BiALiBi cannot take over; "
-                             f"convertible: {', '.join(CONVERTIBLE.values())}")
+        raise NotConvertible(
+            f"{model_type!r} is an encoder-decoder; LittleBird converts BERT-style encoders "
+            f"({', '.join(CONVERTIBLE.values())})"
+        )
+    if (
+        model_type in RELATIVE_POSITION_TYPES
+        or getattr(config, "relative_attention", False)
+        or getattr(config, "position_embedding_type", None) not in (None, "absolute")
+    ):
+        raise NotConvertible(
+            f"{model_type!r} uses relative position buckets, which BiALiBi cannot take over; "
+            f"convertible: {', '.join(CONVERTIBLE.values())}"
+        )
     if model_type not in CONVERTIBLE:
-        kind = "a decoder (causal language model)" if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else \
-            "not a BERT-family encoder"
+        kind = (
+            "a decoder (causal language model)"
+            if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            else "not a BERT-family encoder"
+        )
         raise NotConvertible(f"{model_type!r} is {kind}; convertible model types: {sorted(CONVERTIBLE)}")
     if getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
-        raise NotConvertible(f"this {model_type!r} checkpoint is configured as a decoder (is_decoder / "
-                             "cross-attention); LittleBird needs a bidirectional encoder")
+        raise NotConvertible(
+            f"this {model_type!r} checkpoint is configured as a decoder (is_decoder / "
+            "cross-attention); LittleBird needs a bidirectional encoder"
+        )
     embedding_size = getattr(config, "embedding_size", None)
     if embedding_size is not None and embedding_size != config.hidden_size:
-        raise NotConvertible(f"{model_type!r} with embedding_size {embedding_size} != hidden_size "
-                             f"{config.hidden_size} projects its embeddings after their LayerNorm; LittleBird's "
-                             "embeddings have no such projection")
+        raise NotConvertible(
+            f"{model_type!r} with embedding_size {embedding_size} != hidden_size "
+            f"{config.hidden_size} projects its embeddings after their LayerNorm; LittleBird's "
+            "embeddings have no such projection"
+        )
     return model_type
 
 
@@ -80,16 +94,19 @@ def add_extra_tokens(tokenizer, *, embedding_rows: int, model_type: str) -> int:
     first_new = len(tokenizer)
     clashes = [token for token in EXTRA_TOKENS if token in tokenizer.get_vocab()]
     if clashes:
-        raise NotConvertible(f"the {model_type!r} tokenizer already has {clashes}; LittleBird needs them as new "
-                             "special tokens")
+        raise NotConvertible(
+            f"the {model_type!r} tokenizer already has {clashes}; LittleBird needs them as new special tokens"
+        )
     if first_new > embedding_rows:
-        raise NotConvertible(f"the {model_type!r} tokenizer has {first_new} tokens but the model only "
-                             f"{embedding_rows} embedding rows")
+        raise NotConvertible(
+            f"the {model_type!r} tokenizer has {first_new} tokens but the model only {embedding_rows} embedding rows"
+        )
     tokenizer.add_tokens([_extra_token(token) for token in EXTRA_TOKENS], special_tokens=True)
     new_ids = tokenizer.convert_tokens_to_ids(list(EXTRA_TOKENS))
     if new_ids != list(range(first_new, first_new + len(EXTRA_TOKENS))):
-        raise NotConvertible(f"the {model_type!r} tokenizer gave the added tokens ids {new_ids}, "
-                             f"not {first_new}.. in order")
+        raise NotConvertible(
+            f"the {model_type!r} tokenizer gave the added tokens ids {new_ids}, not {first_new}.. in order"
+        )
     tokenizer.model_max_length = VERY_LARGE_INTEGER  # LittleBird reads any length
     return first_new
 
@@ -103,8 +120,9 @@ class Conversion:
     model_type: str
 
 
-def convert(source: str | Path, *, layers: int | None = None, block_size: int = 64, pack_size: int = 64,
-            seed: int = 0) -> Conversion:
+def convert(
+    source: str | Path, *, layers: int | None = None, block_size: int = 64, pack_size: int = 64, seed: int = 0
+) -> Conversion:
     """A LittleBird QA model and tokenizer from a Hub id or folder of a BERT-family encoder.
 
     ``layers``: keep this many evenly spaced source layers (:func:`littlebird.conversion.select_layers`),
@@ -122,8 +140,9 @@ def convert(source: str | Path, *, layers: int | None = None, block_size: int = 
         overrides["pad_token_id"] = tokenizer.pad_token_id  # the padding row the embeddings keep at zero
     with torch.random.fork_rng():
         torch.manual_seed(seed)  # the fresh parameters
-        model = convert_bert_to_littlebird(encoder.state_dict(), config, num_layers=layers,
-                                           first_new_token_id=first_new, seed=seed, **overrides)
+        model = convert_bert_to_littlebird(
+            encoder.state_dict(), config, num_layers=layers, first_new_token_id=first_new, seed=seed, **overrides
+        )
     return Conversion(model, tokenizer, model_type)
 
 
@@ -149,13 +168,16 @@ class ConvertOptions(Options):
 
 def run(args: ConvertOptions) -> Path:
     """Convert ``args.source`` into ``args.output``; returns the folder."""
-    conversion = convert(args.source, layers=args.layers, block_size=args.block_size, pack_size=args.pack_size,
-                         seed=args.seed)
+    conversion = convert(
+        args.source, layers=args.layers, block_size=args.block_size, pack_size=args.pack_size, seed=args.seed
+    )
     output = save_conversion(conversion, args.output)
     config = conversion.model.config
-    print(f"{args.source} ({CONVERTIBLE[conversion.model_type]}) -> {output}: layers {config.source_layers}, "
-          f"vocabulary {len(conversion.tokenizer)} ([QUESTION] = {config.question_token_id}), "
-          f"{sum(p.numel() for p in conversion.model.parameters()):,} parameters")
+    print(
+        f"{args.source} ({CONVERTIBLE[conversion.model_type]}) -> {output}: layers {config.source_layers}, "
+        f"vocabulary {len(conversion.tokenizer)} ([QUESTION] = {config.question_token_id}), "
+        f"{sum(p.numel() for p in conversion.model.parameters()):,} parameters"
+    )
     return output
 
 

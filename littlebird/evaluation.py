@@ -41,8 +41,8 @@ import torch
 
 from .answer_text import tidy_answer_span
 from .checkpoint import load_qa_model, load_tokenizer
-from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
 from .command_options import add_options, option_fields
+from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
 from .inference import cpu_mode_from_environment, cpu_mode_of
 from .language import has_hangul
 from .reader import DEFAULT_READING, Reading, ReadingOptions, default_stride, read, window_length
@@ -132,15 +132,22 @@ def gold_answer_windows(reading: Reading, tokenizer, context: str, start: int, e
     return min(w.rank for w in holding), any(w.read is not None for w in holding)
 
 
-def predict_answer(model, tokenizer, question: str, context: str,
-                   options: ReadingOptions = DEFAULT_READING) -> Reading:
+def predict_answer(model, tokenizer, question: str, context: str, options: ReadingOptions = DEFAULT_READING) -> Reading:
     """``question`` read from ``context`` exactly as the app reads it (:func:`littlebird.reader.read`, tidied
     with :func:`littlebird.answer_text.tidy_answer_span`); the prediction is ``answers[0]``."""
     return read(question, context, model=model, tokenizer=tokenizer, options=options, tidy=tidy_answer_span)
 
 
-def evaluate_file(model, tokenizer, data_path: str | Path, options: ReadingOptions = DEFAULT_READING, *,
-                  language: str = "auto", max_questions: int | None = None, progress=None) -> list[Prediction]:
+def evaluate_file(
+    model,
+    tokenizer,
+    data_path: str | Path,
+    options: ReadingOptions = DEFAULT_READING,
+    *,
+    language: str = "auto",
+    max_questions: int | None = None,
+    progress=None,
+) -> list[Prediction]:
     """Answer (at most ``max_questions``, in file order) questions of a SQuAD file and score each."""
     from .training.data import read_squad
 
@@ -166,11 +173,32 @@ def evaluate_file(model, tokenizer, data_path: str | Path, options: ReadingOptio
                     best = reading.answers[0] if reading.answers else None
                     in_row = bool(best and row_start <= best.start and best.end <= row_end)
                     gold = qa["answers"][0]
-                    rank, was_read = gold_answer_windows(reading, tokenizer, paragraph["context"], gold["answer_start"],
-                                                         gold["answer_start"] + len(gold["text"]))
-                predictions.append(Prediction(qa["id"], qa["question"], text, answers, lang, reading.n_tokens,
-                                              reading.n_windows, seconds, em, f1, reading.answerable_probability,
-                                              reading.no_answer, in_row, rank, was_read))
+                    rank, was_read = gold_answer_windows(
+                        reading,
+                        tokenizer,
+                        paragraph["context"],
+                        gold["answer_start"],
+                        gold["answer_start"] + len(gold["text"]),
+                    )
+                predictions.append(
+                    Prediction(
+                        qa["id"],
+                        qa["question"],
+                        text,
+                        answers,
+                        lang,
+                        reading.n_tokens,
+                        reading.n_windows,
+                        seconds,
+                        em,
+                        f1,
+                        reading.answerable_probability,
+                        reading.no_answer,
+                        in_row,
+                        rank,
+                        was_read,
+                    )
+                )
                 if progress is not None:
                     progress(len(predictions))
     return predictions
@@ -180,8 +208,11 @@ def summarize(predictions: list[Prediction]) -> dict:
     """EM/F1 (percent) overall, per language and per length bucket; latency statistics (seconds)."""
 
     def scores(rows):
-        return {"n": len(rows), "em": 100 * statistics.fmean(r.em for r in rows),
-                "f1": 100 * statistics.fmean(r.f1 for r in rows)}
+        return {
+            "n": len(rows),
+            "em": 100 * statistics.fmean(r.em for r in rows),
+            "f1": 100 * statistics.fmean(r.f1 for r in rows),
+        }
 
     summary = {"overall": scores(predictions) if predictions else {"n": 0}, "by_language": {}, "by_length": {}}
     for lang in sorted({p.language for p in predictions}):
@@ -192,9 +223,12 @@ def summarize(predictions: list[Prediction]) -> dict:
             summary["by_length"][name] = scores(rows)
     if predictions:
         seconds = sorted(p.seconds for p in predictions)
-        summary["latency_seconds"] = {"mean": statistics.fmean(seconds), "p50": seconds[len(seconds) // 2],
-                                      "p90": seconds[min(len(seconds) - 1, int(0.9 * len(seconds)))],
-                                      "threads": torch.get_num_threads()}
+        summary["latency_seconds"] = {
+            "mean": statistics.fmean(seconds),
+            "p50": seconds[len(seconds) // 2],
+            "p90": seconds[min(len(seconds) - 1, int(0.9 * len(seconds)))],
+            "threads": torch.get_num_threads(),
+        }
         summary["mean_tokens"] = statistics.fmean(p.n_tokens for p in predictions)
         summary["mean_windows"] = statistics.fmean(p.n_windows for p in predictions)
         # On questions with an answer each "No answer found" is a miss that F1 (scored on the best guess,
@@ -225,31 +259,41 @@ def format_summary(summary: dict, title: str) -> str:
         for name, s in summary["by_length"].items():
             row(f"len {name}", s)
         lat = summary["latency_seconds"]
-        lines.append(f"latency per question: mean {lat['mean']:.3f} s, p50 {lat['p50']:.3f} s, p90 {lat['p90']:.3f} s "
-                     f"({lat['threads']} threads); mean {summary['mean_tokens']:.0f} document tokens, "
-                     f"{summary['mean_windows']:.1f} windows")
+        lines.append(
+            f"latency per question: mean {lat['mean']:.3f} s, p50 {lat['p50']:.3f} s, p90 {lat['p90']:.3f} s "
+            f"({lat['threads']} threads); mean {summary['mean_tokens']:.0f} document tokens, "
+            f"{summary['mean_windows']:.1f} windows"
+        )
         lines.append(f"'no answer' decisions (answerable below the app's threshold): {summary['no_answer_rate']:.1%}")
         if "answer_row_rate" in summary:
-            lines.append(f"best guess in the gold answer's table row: {summary['answer_row_rate']:.1%} "
-                         f"of {summary['answer_row_questions']} questions whose answer sits in a table")
+            lines.append(
+                f"best guess in the gold answer's table row: {summary['answer_row_rate']:.1%} "
+                f"of {summary['answer_row_questions']} questions whose answer sits in a table"
+            )
         if "answer_read_rate" in summary:
-            lines.append(f"a window holding the gold answer: read {summary['answer_read_rate']:.1%}, ranked first "
-                         f"by the first pass {summary['answer_ranked_first_rate']:.1%}")
+            lines.append(
+                f"a window holding the gold answer: read {summary['answer_read_rate']:.1%}, ranked first "
+                f"by the first pass {summary['answer_ranked_first_rate']:.1%}"
+            )
     return "\n".join(lines)
 
 
 def markdown_report(result_paths: list[str | Path]) -> str:
     """One Markdown table row per ``--output`` file of earlier runs: the model card's score table."""
-    lines = ["| model | data | questions | EM | F1 | by context length (F1, n) | 'No answer found' | latency / question |",
-             "|---|---|---:|---:|---:|---|---:|---:|"]
+    lines = [
+        "| model | data | questions | EM | F1 | by context length (F1, n) | 'No answer found' | latency / question |",
+        "|---|---|---:|---:|---:|---|---:|---:|",
+    ]
     for path in result_paths:
         summary = json.loads(Path(path).read_text())["summary"]
         overall = summary["overall"]
         lengths = ", ".join(f"{name}: {s['f1']:.1f} ({s['n']})" for name, s in summary["by_length"].items())
         lat = summary["latency_seconds"]
         no_answer = f"{summary['no_answer_rate']:.1%}" if "no_answer_rate" in summary else ""  # older files lack it
-        lines.append(f"| {summary['model']} | {Path(summary['data']).stem} | {overall['n']} | {overall['em']:.1f} | "
-                     f"{overall['f1']:.1f} | {lengths} | {no_answer} | {lat['mean']:.2f} s |")
+        lines.append(
+            f"| {summary['model']} | {Path(summary['data']).stem} | {overall['n']} | {overall['em']:.1f} | "
+            f"{overall['f1']:.1f} | {lengths} | {no_answer} | {lat['mean']:.2f} s |"
+        )
     return "\n".join(lines)
 
 
@@ -257,18 +301,26 @@ def threshold_report(result_paths: list[str | Path], thresholds: list[float]) ->
     """How often the app would say "No answer found" at each threshold, per ``--output`` file, from the
     answerable probabilities recorded there: the trade-off behind the app's no-answer threshold (on files
     with answers each one is a miss; on unanswerable files each one is right)."""
-    lines = ["| model | data | questions | with answers | " + " | ".join(f"at {t:g}" for t in thresholds) + " |",
-             "|---|---|---:|---|" + "---:|" * len(thresholds)]
+    lines = [
+        "| model | data | questions | with answers | " + " | ".join(f"at {t:g}" for t in thresholds) + " |",
+        "|---|---|---:|---|" + "---:|" * len(thresholds),
+    ]
     for path in result_paths:
         result = json.loads(Path(path).read_text())
         predictions = result["predictions"]
         if predictions and "answerable" not in predictions[0]:
             raise ValueError(f"{path} predates recorded answerable probabilities; evaluate it again")
-        rates = [statistics.fmean(float(not p["prediction"] or p["answerable"] < t) for p in predictions)
-                 if predictions else 0.0 for t in thresholds]
+        rates = [
+            statistics.fmean(float(not p["prediction"] or p["answerable"] < t) for p in predictions)
+            if predictions
+            else 0.0
+            for t in thresholds
+        ]
         answered = "yes" if any(p["answers"] for p in predictions) else "no"
-        lines.append(f"| {result['summary']['model']} | {Path(result['summary']['data']).stem} | {len(predictions)} | "
-                     f"{answered} | " + " | ".join(f"{r:.1%}" for r in rates) + " |")
+        lines.append(
+            f"| {result['summary']['model']} | {Path(result['summary']['data']).stem} | {len(predictions)} | "
+            f"{answered} | " + " | ".join(f"{r:.1%}" for r in rates) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -276,27 +328,59 @@ def build_parser() -> argparse.ArgumentParser:
     """The evaluation's command line: what to score and where to write it, and every reading option
     (:class:`littlebird.reading_options.ReadingOptions`, the app's defaults) as a flag."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--report", nargs="+", default=None, metavar="RESULT_JSON",
-                        help="print a Markdown table of earlier --output files instead of evaluating")
-    parser.add_argument("--thresholds", nargs="+", type=float, default=None, metavar="T",
-                        help="with --report: the share of 'No answer found' per file at each no-answer threshold")
-    parser.add_argument("--compare", nargs=2, default=None, metavar=("A", "B"),
-                        help="compare two sets of earlier --output files instead of evaluating: each a pattern with {} "
-                             "for the dev file's name, a folder of <name>.json, or one file (littlebird.comparison)")
-    parser.add_argument("--files", nargs="+", default=None, metavar="NAME",
-                        help="with --compare: the dev file names put in place of {} (default: every one A has)")
-    parser.add_argument("--names", nargs=2, default=("A", "B"), metavar=("A", "B"),
-                        help="with --compare: what the table calls the two sets")
-    parser.add_argument("--tolerance", type=float, default=1.0,
-                        help="with --compare: the F1 points B may lose on a file and still count as within")
+    parser.add_argument(
+        "--report",
+        nargs="+",
+        default=None,
+        metavar="RESULT_JSON",
+        help="print a Markdown table of earlier --output files instead of evaluating",
+    )
+    parser.add_argument(
+        "--thresholds",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="T",
+        help="with --report: the share of 'No answer found' per file at each no-answer threshold",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        default=None,
+        metavar=("A", "B"),
+        help="compare two sets of earlier --output files instead of evaluating: each a pattern with {} "
+        "for the dev file's name, a folder of <name>.json, or one file (littlebird.comparison)",
+    )
+    parser.add_argument(
+        "--files",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="with --compare: the dev file names put in place of {} (default: every one A has)",
+    )
+    parser.add_argument(
+        "--names",
+        nargs=2,
+        default=("A", "B"),
+        metavar=("A", "B"),
+        help="with --compare: what the table calls the two sets",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=1.0,
+        help="with --compare: the F1 points B may lose on a file and still count as within",
+    )
     parser.add_argument("--model", help="LittleBird, teacher or baseline folder")
     parser.add_argument("--data", help="SQuAD-format JSON (.json or .json.gz)")
     parser.add_argument("--language", choices=("auto", "en", "ko"), default="auto")
     parser.add_argument("--max-questions", type=int, default=None, help="the first N questions of the file")
     parser.add_argument("--output", default=None, help="write the summary and every prediction here (JSON)")
     reading = parser.add_argument_group(
-        "reading", "how each question is read, as the app reads it (littlebird.reading_options.ReadingOptions); "
-        "--cpu-mode defaults to the mode the app loads its model in ($LITTLEBIRD_CPU_MODE, else auto)")
+        "reading",
+        "how each question is read, as the app reads it (littlebird.reading_options.ReadingOptions); "
+        "--cpu-mode defaults to the mode the app loads its model in ($LITTLEBIRD_CPU_MODE, else auto)",
+    )
     add_options(reading, ReadingOptions, defaults={"cpu_mode": cpu_mode_from_environment()})
     return parser
 
@@ -332,31 +416,56 @@ def main(argv=None) -> dict | None:
     total = count_questions(read_squad(args.data))
     total = total if args.max_questions is None else min(total, args.max_questions)
     with Progress(total, "evaluating", unit="question") as progress:
-        predictions = evaluate_file(model, tokenizer, args.data, options, language=args.language,
-                                    max_questions=args.max_questions,
-                                    progress=lambda done: progress.update(done - progress.done))
+        predictions = evaluate_file(
+            model,
+            tokenizer,
+            args.data,
+            options,
+            language=args.language,
+            max_questions=args.max_questions,
+            progress=lambda done: progress.update(done - progress.done),
+        )
     summary = summarize(predictions)
     max_windows, stop_confidence, give_up_below = options.max_windows, options.stop_confidence, options.give_up_below
     max_length = window_length(model, options.max_length)  # as the reader caps it
     stride = options.stride or (default_stride(max_length) if max_length else None)
     glimpse, keep = options.glimpse_tokens, options.glimpse_keep
     window_rule = "ranked" if options.rank_windows else "raw"
-    summary.update({"model": str(args.model), "data": str(args.data), "max_length": max_length, "stride": stride,
-                    "max_windows": max_windows, "stop_confidence": stop_confidence, "give_up_below": give_up_below,
-                    "glimpse_tokens": glimpse, "glimpse_keep": keep if glimpse else None,
-                    "cpu_mode": cpu_mode_of(model), "window_rule": window_rule})
-    window = (f"window {max_length}, stride {stride}, {window_rule}, "
-              f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
-              f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"
-              f"{'' if give_up_below is None else f', give up below {give_up_below:g}'}"
-              f"{'' if glimpse is None else f', glimpses of {glimpse} tokens, {keep} read in full'}"
-              ) if max_length else "one pass"
+    summary.update(
+        {
+            "model": str(args.model),
+            "data": str(args.data),
+            "max_length": max_length,
+            "stride": stride,
+            "max_windows": max_windows,
+            "stop_confidence": stop_confidence,
+            "give_up_below": give_up_below,
+            "glimpse_tokens": glimpse,
+            "glimpse_keep": keep if glimpse else None,
+            "cpu_mode": cpu_mode_of(model),
+            "window_rule": window_rule,
+        }
+    )
+    window = (
+        (
+            f"window {max_length}, stride {stride}, {window_rule}, "
+            f"{'every window' if max_windows is None else f'best {max_windows} windows'}"
+            f"{'' if stop_confidence is None else f', stop at answerable {stop_confidence:g}'}"
+            f"{'' if give_up_below is None else f', give up below {give_up_below:g}'}"
+            f"{'' if glimpse is None else f', glimpses of {glimpse} tokens, {keep} read in full'}"
+        )
+        if max_length
+        else "one pass"
+    )
     print(format_summary(summary, f"model {args.model} | data {args.data} | {window} | cpu mode {summary['cpu_mode']}"))
     sys.stdout.flush()
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps({"summary": summary, "predictions": [asdict(p) for p in predictions]},
-                                                ensure_ascii=False, indent=1))
+        Path(args.output).write_text(
+            json.dumps(
+                {"summary": summary, "predictions": [asdict(p) for p in predictions]}, ensure_ascii=False, indent=1
+            )
+        )
     return summary
 
 

@@ -28,7 +28,7 @@ def script_counts(text: str) -> tuple[int, int, int]:
 
 
 def detect_language(text: str) -> str:
-    """"ko", "en", "mixed" (both scripts in strength) or "unknown" (no letters, or another script)."""
+    """ "ko", "en", "mixed" (both scripts in strength) or "unknown" (no letters, or another script)."""
     hangul, latin, letters = script_counts(text)
     if letters == 0 or (hangul + latin) / letters < _MIN_KNOWN:
         return "unknown"

@@ -208,8 +208,9 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
                 _KEPT_TERMS.move_to_end(key)
         if kept is not None:
             local, local_mask, global_, global_mask, shared = kept
-            return BlockGeometry(b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask,
-                                 shared=shared)
+            return BlockGeometry(
+                b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask, shared=shared
+            )
     index = torch.arange(n, device=position_ids.device).view(1, nb, b).expand(B, nb, b)
 
     window_pos = _look_around(pos, 1, 0)  # (B, nb, 3b)
@@ -233,8 +234,9 @@ def build_block_geometry(position_ids: torch.Tensor, key_valid: torch.Tensor, bl
             _KEPT_TERMS[key] = terms
             while len(_KEPT_TERMS) > _KEEP_TERMS:
                 _KEPT_TERMS.popitem(last=False)
-    return BlockGeometry(b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask,
-                         shared=terms[4])
+    return BlockGeometry(
+        b, position_ids, key_valid, query_valid, local, local_mask, global_, global_mask, shared=terms[4]
+    )
 
 
 # Inference on CPU reads window after window with the same positions and padding: their distance terms
@@ -250,8 +252,10 @@ def bias_terms(geometry: BlockGeometry, pack_size: int, start: int, end: int) ->
     keys [C_P (s); block 0 (b); blocks q-1, q, q+1 (3b)] in that order. A packed vector counts as b/2 to
     the left and b/2 to the right, so beta * b/2 + gamma * b/2 = D_P."""
     take = lambda t: t[:, :, start:end]  # noqa: E731
-    left, right, cls = (torch.cat([take(g), take(l)], dim=-1)  # (B, 1, m, b, 4b)
-                        for g, l in zip(geometry.global_, geometry.local))
+    left, right, cls = (
+        torch.cat([take(global_term), take(local_term)], dim=-1)  # (B, 1, m, b, 4b)
+        for global_term, local_term in zip(geometry.global_, geometry.local)
+    )
     B, _, m, b, _ = left.shape
     masks = torch.cat([take(geometry.global_mask), take(geometry.local_mask)], dim=-1) < 0  # (B, 1, m, 1, 4b)
     tokens = torch.cat([left, right, cls, masks.to(left.dtype).expand_as(left)], dim=1)  # (B, 4, m, b, 4b)
@@ -385,8 +389,18 @@ def attention_weights_dtype(dtype: torch.dtype):
         _RETURNED_WEIGHTS.dtype = previous
 
 
-def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
-                          dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
+def usw_attention_blocked(
+    q,
+    k,
+    v,
+    packed_k,
+    packed_v,
+    geometry: BlockGeometry,
+    bialibi: BiALiBi,
+    dropout_p: float = 0.0,
+    output_attentions: bool = False,
+    chunk_blocks: Optional[int] = None,
+):
     """USWAttn(X, C_P) on blocks: softmax(Q [K(C_P); K(X)]^T / sqrt(d) - [D_P; D]) [V(C_P); V(X)].
 
     q, k, v: (B, h, n, d); packed_k, packed_v: (B, h, s, d). Returns (B, h, n, d) and the
@@ -446,7 +460,9 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
                 continue
             out = torch.matmul(F.dropout(probs, p=dropout_p) if dropout_p else probs, values)  # (B, h m, b, d)
         else:
-            out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=scale)
+            out = F.scaled_dot_product_attention(
+                queries, keys, values, attn_mask=bias, dropout_p=dropout_p, scale=scale
+            )
         if context is None:
             context = out.reshape(B, h, n, d)  # a view on CPU; CUDA kernels may return (B, b, h m, d) strides
         else:
@@ -457,8 +473,18 @@ def usw_attention_blocked(q, k, v, packed_k, packed_v, geometry: BlockGeometry, 
     return context, (p_local, p_global, p_packed)
 
 
-def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
-                       dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks: Optional[int] = None):
+def usw_attention_flex(
+    q,
+    k,
+    v,
+    packed_k,
+    packed_v,
+    geometry: BlockGeometry,
+    bialibi: BiALiBi,
+    dropout_p: float = 0.0,
+    output_attentions: bool = False,
+    chunk_blocks: Optional[int] = None,
+):
     """USWAttn through PyTorch FlexAttention: a block mask for the window pattern, BiALiBi as score_mod.
 
     Keys are [K(C_P); K(X)]: kv index < s is a packed vector. Fast on CUDA (and compiled on CPU);
@@ -496,11 +522,13 @@ def usw_attention_flex(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bia
         return score - torch.where(kv_idx < s, pack_bias[head], d_x)
 
     if "flex_block_mask" not in geometry.cache:  # the pattern is the same in every layer
-        geometry.cache["flex_block_mask"] = create_block_mask(mask_mod, B, None, n, s + n, device=q.device,
-                                                              BLOCK_SIZE=b)
+        geometry.cache["flex_block_mask"] = create_block_mask(
+            mask_mod, B, None, n, s + n, device=q.device, BLOCK_SIZE=b
+        )
     attend = _compiled_flex_attention() if q.is_cuda else flex_attention
-    out = attend(q, keys, values, score_mod=score_mod, block_mask=geometry.cache["flex_block_mask"],
-                 scale=1.0 / math.sqrt(d))
+    out = attend(
+        q, keys, values, score_mod=score_mod, block_mask=geometry.cache["flex_block_mask"], scale=1.0 / math.sqrt(d)
+    )
     return out, None
 
 
@@ -533,8 +561,10 @@ def check_config(config: LittleBirdConfig) -> None:
     size of 37 and 12 heads); only a model needs the sizes to fit together.
     """
     if config.num_attention_heads < 1 or config.hidden_size % config.num_attention_heads:
-        raise ValueError(f"hidden_size ({config.hidden_size}) must be a multiple of num_attention_heads "
-                         f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions")
+        raise ValueError(
+            f"hidden_size ({config.hidden_size}) must be a multiple of num_attention_heads "
+            f"({config.num_attention_heads}): every head gets hidden_size / num_attention_heads dimensions"
+        )
     if config.block_size < 1 or config.pack_size < 1:
         raise ValueError(f"block_size and pack_size must be >= 1, got {config.block_size} and {config.pack_size}")
     attention_backend(config.attention_backend)
@@ -651,8 +681,18 @@ class LittleBirdLayer(nn.Module):
         k, v = att.key_value(x)
         packed_k, packed_v = att.key_value(c_p)  # (B, h, s, d)
         usw_attention = attention_backend(self.config.attention_backend)
-        context, weights = usw_attention(q, k, v, packed_k, packed_v, geometry, self.bialibi, attn_dropout,
-                                         output_attentions, self._query_chunk(geometry, output_attentions))
+        context, weights = usw_attention(
+            q,
+            k,
+            v,
+            packed_k,
+            packed_v,
+            geometry,
+            self.bialibi,
+            attn_dropout,
+            output_attentions,
+            self._query_chunk(geometry, output_attentions),
+        )
         c_x = self.dropout(att.merge_heads(context))
         # A = LayerNorm(C_X + X);  X' = LayerNorm(FFN(A) + A)
         a = self.attention_layer_norm(c_x + x)
@@ -668,8 +708,17 @@ class LittleBirdLayer(nn.Module):
         pack_w = pack_weights(pack.split_heads(pack.query(p)), pack.split_heads(pack.key(x)), geometry.key_valid)
         q, k = att.split_heads(att.query(x)), att.split_heads(att.key(x))  # (B, h, n, d)
         packed_k = att.split_heads(att.key(c_p))  # (B, h, s, d)
-        _, weights = usw_attention_blocked(q, k, None, packed_k, None, geometry, self.bialibi, output_attentions=True,
-                                           chunk_blocks=self._query_chunk(geometry, True))
+        _, weights = usw_attention_blocked(
+            q,
+            k,
+            None,
+            packed_k,
+            None,
+            geometry,
+            self.bialibi,
+            output_attentions=True,
+            chunk_blocks=self._query_chunk(geometry, True),
+        )
         return self._attentions(weights, pack_w, geometry)
 
     def _query_chunk(self, geometry: BlockGeometry, output_attentions: bool) -> Optional[int]:
@@ -685,13 +734,20 @@ class LittleBirdLayer(nn.Module):
 
     def _attentions(self, weights, pack_w, geometry: BlockGeometry) -> LittleBirdAttentions:
         local, global_, packed = weights
-        return LittleBirdAttentions(local, global_, packed, pack_w, geometry.query_valid,
-                                    position_ids=geometry.position_ids,
-                                    bias_coefficients=self.bialibi.bias_coefficients().detach())
+        return LittleBirdAttentions(
+            local,
+            global_,
+            packed,
+            pack_w,
+            geometry.query_valid,
+            position_ids=geometry.position_ids,
+            bias_coefficients=self.bialibi.bias_coefficients().detach(),
+        )
 
     def feed_forward(self, a):
         """X' = LayerNorm(FFN(A) + A). Without gradients, in chunks of ``query_chunk_tokens`` tokens: the
         (n, intermediate) activations of an 8K-token window would take 50 MB, twice over while GELU runs."""
+
         def block(part):
             return self.output_layer_norm(self.dropout(self.output(self.activation(self.intermediate(part)))) + part)
 
@@ -727,14 +783,19 @@ class LittleBirdEncoder(nn.Module):
         super().__init__()
         self.pack_embeddings = nn.Parameter(torch.empty(config.pack_size, config.hidden_size))
         last = config.num_hidden_layers - 1
-        self.layer = nn.ModuleList(LittleBirdCheckpointedLayer(config, updates_pack=index < last)
-                                   for index in range(config.num_hidden_layers))
+        self.layer = nn.ModuleList(
+            LittleBirdCheckpointedLayer(config, updates_pack=index < last) for index in range(config.num_hidden_layers)
+        )
 
     def unused_checkpoint_keys(self) -> list[str]:
         """Patterns of the tensors old checkpoints hold and this encoder has no use for: the last layer's pack
         LayerNorm. For ``from_pretrained``, which loads tensors without the layer's load_state_dict hook."""
-        return [rf"encoder\.layer\.{index}\.{re.escape(name)}$" for index, layer in enumerate(self.layer)
-                if layer.pack_layer_norm is None for name in LittleBirdLayer.PACK_UPDATE_KEYS]
+        return [
+            rf"encoder\.layer\.{index}\.{re.escape(name)}$"
+            for index, layer in enumerate(self.layer)
+            if layer.pack_layer_norm is None
+            for name in LittleBirdLayer.PACK_UPDATE_KEYS
+        ]
 
     def initial_pack(self, x):
         """P of the first layer: the s learned vectors, for each of x's B rows -> (B, s, H)."""
@@ -801,7 +862,8 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
         if requested_attention not in self.ATTN_IMPLEMENTATIONS:
             logger.warning_once(
                 f"LittleBird has no attn_implementation={requested_attention!r} (BiALiBi's bias needs a kernel that "
-                f"takes one); it has {sorted(self.ATTN_IMPLEMENTATIONS)}. Falling back to 'sdpa'.")
+                f"takes one); it has {sorted(self.ATTN_IMPLEMENTATIONS)}. Falling back to 'sdpa'."
+            )
             requested_attention = "sdpa"
         self.config.attention_backend = self.ATTN_IMPLEMENTATIONS[requested_attention]
         return requested_attention
@@ -828,8 +890,10 @@ class LittleBirdPreTrainedModel(PreTrainedModel):
     def bialibi_slopes(self) -> dict[str, torch.Tensor]:
         """BiALiBi's learnt alpha, beta and gamma (eq. 3.1) of every layer: "alpha" -> (layers, heads), detached."""
         layers = self.base_model.encoder.layer
-        return {name: torch.stack([getattr(layer.bialibi, name).detach() for layer in layers])
-                for name in ("alpha", "beta", "gamma")}
+        return {
+            name: torch.stack([getattr(layer.bialibi, name).detach() for layer in layers])
+            for name in ("alpha", "beta", "gamma")
+        }
 
 
 def pad_to_blocks(inputs, attention_mask, token_type_ids, position_ids, block_size, pad_token_id):
@@ -876,8 +940,18 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
         embeddings = self.embeddings
         return embeddings.dropout(embeddings.LayerNorm(inputs + embeddings.token_type_embeddings(token_type_ids)))
 
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        inputs_embeds=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ):
         """Encode ``input_ids`` (B, n), or ``inputs_embeds`` (B, n, H) in place of the word embeddings.
 
         ``attention_mask`` (B, n): 1 for tokens, 0 for padding. ``position_ids`` (B, n): the
@@ -888,8 +962,9 @@ class LittleBirdModel(LittleBirdPreTrainedModel):
             raise ValueError("give exactly one of input_ids (B, n) and inputs_embeds (B, n, H)")
         inputs = input_ids if input_ids is not None else inputs_embeds
         output_attentions = self.config.output_attentions if output_attentions is None else output_attentions
-        output_hidden_states = (self.config.output_hidden_states if output_hidden_states is None
-                                else output_hidden_states)
+        output_hidden_states = (
+            self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        )
         return_dict = self.config.return_dict if return_dict is None else return_dict
         x, geometry, n = self.prepare(inputs, attention_mask, token_type_ids, position_ids)
         x, hidden_states, attentions = self.encoder(x, geometry, output_attentions, output_hidden_states, n)
@@ -992,8 +1067,9 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         self.qa_head = LittleBirdQAHead(config)
         self.post_init()
 
-    def decode(self, hidden, valid, *, top_k_starts=None, max_answer_length=None
-               ) -> "LittleBirdQuestionAnsweringOutput":
+    def decode(
+        self, hidden, valid, *, top_k_starts=None, max_answer_length=None
+    ) -> "LittleBirdQuestionAnsweringOutput":
         """The QA head's decoding outputs (the k best starts, their ends, answerable) from the last hidden
         states (B, n, H) and the mask of real tokens (B, n)."""
         B, n, _ = hidden.shape
@@ -1010,23 +1086,51 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         positions = torch.arange(n, device=hidden.device)
         end_logits = end_logits.masked_fill(~valid | (positions < top_starts[:, :1]), torch.finfo(end_logits.dtype).min)
         return LittleBirdQuestionAnsweringOutput(
-            start_logits=start_logits, end_logits=end_logits, answerable_logits=self.qa_head.answerable_logits(hidden),
-            top_start_indices=top_starts, top_start_logits=top_start_logits, top_end_logits=top_end_logits)
+            start_logits=start_logits,
+            end_logits=end_logits,
+            answerable_logits=self.qa_head.answerable_logits(hidden),
+            top_start_indices=top_starts,
+            top_start_logits=top_start_logits,
+            top_end_logits=top_end_logits,
+        )
 
-    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                start_positions=None, end_positions=None, answerable=None, top_k_starts=None,
-                max_answer_length=None, inputs_embeds=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None, **kwargs):
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        start_positions=None,
+        end_positions=None,
+        answerable=None,
+        top_k_starts=None,
+        max_answer_length=None,
+        inputs_embeds=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=None,
+        **kwargs,
+    ):
         return_dict = self.config.return_dict if return_dict is None else return_dict
         # only when given: the teacher (training/teacher_model.py) shares this forward with a BERT encoder
         embeds = {} if inputs_embeds is None else {"inputs_embeds": inputs_embeds}
-        encoded = self.littlebird(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                                  position_ids=position_ids, output_attentions=output_attentions,
-                                  output_hidden_states=output_hidden_states, return_dict=True, **embeds)
+        encoded = self.littlebird(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            **embeds,
+        )
         hidden = encoded.last_hidden_state  # (B, n, H)
         B, n, _ = hidden.shape
-        valid = (torch.ones(B, n, dtype=torch.bool, device=hidden.device) if attention_mask is None
-                 else attention_mask.bool())
+        valid = (
+            torch.ones(B, n, dtype=torch.bool, device=hidden.device)
+            if attention_mask is None
+            else attention_mask.bool()
+        )
         if start_positions is None or end_positions is None:
             output = self.decode(hidden, valid, top_k_starts=top_k_starts, max_answer_length=max_answer_length)
             output.hidden_states, output.attentions = encoded.hidden_states, encoded.attentions
@@ -1041,10 +1145,17 @@ class LittleBirdForQuestionAnswering(LittleBirdPreTrainedModel):
         end_logits = end_logits.masked_fill(~valid | (positions < starts), torch.finfo(end_logits.dtype).min)
         if answerable is None:
             answerable = (start_positions > 0).to(hidden.dtype)
-        loss = (F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
-                + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))) / 2
+        loss = (
+            F.cross_entropy(start_logits.float(), start_positions.clamp(0, n - 1))
+            + F.cross_entropy(end_logits.float(), end_positions.clamp(0, n - 1))
+        ) / 2
         loss = loss + F.binary_cross_entropy_with_logits(answerable_logits.float(), answerable.float())
         output = LittleBirdQuestionAnsweringOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, hidden_states=encoded.hidden_states,
-            attentions=encoded.attentions, answerable_logits=answerable_logits)
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions,
+            answerable_logits=answerable_logits,
+        )
         return output if return_dict else output.to_tuple()

@@ -228,7 +228,9 @@ def _tensor_shape(e5_name: str, numel: int, header: E5Header) -> tuple[int, ...]
     return (numel // in_features, in_features)
 
 
-def _read_tensor(data: np.ndarray, name: str, dtype: int, offset: int, nbytes: int, shape: tuple[int, ...]) -> np.ndarray:
+def _read_tensor(
+    data: np.ndarray, name: str, dtype: int, offset: int, nbytes: int, shape: tuple[int, ...]
+) -> np.ndarray:
     numel = int(np.prod(shape))
     bytes_per_dtype = {_DTYPE_F32: 4 * numel, _DTYPE_Q4_0: numel // _Q4_BLOCK_WEIGHTS * _Q4_BLOCK_BYTES}
     if dtype not in bytes_per_dtype:

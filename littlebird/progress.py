@@ -28,16 +28,36 @@ class Progress:
     :meth:`write` prints a line without breaking the bar. Use it as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, total: int | None, description: str, *, unit: str = "item", initial: int = 0,
-                 stream: TextIO | None = None, interactive: bool | None = None, every_seconds: float = 30.0):
+    def __init__(
+        self,
+        total: int | None,
+        description: str,
+        *,
+        unit: str = "item",
+        initial: int = 0,
+        stream: TextIO | None = None,
+        interactive: bool | None = None,
+        every_seconds: float = 30.0,
+    ):
         self.stream = sys.stderr if stream is None else stream
         self.total, self.description, self.unit, self.done = total, description, unit, initial
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.every_seconds = every_seconds
         self.started = self.last_line = time.monotonic()
         self.initial, self.lines = initial, 0
-        self.bar = tqdm(total=total, initial=initial, desc=description, unit=f" {unit}s", file=self.stream,
-                        dynamic_ncols=True, smoothing=0.1) if self.interactive else None
+        self.bar = (
+            tqdm(
+                total=total,
+                initial=initial,
+                desc=description,
+                unit=f" {unit}s",
+                file=self.stream,
+                dynamic_ncols=True,
+                smoothing=0.1,
+            )
+            if self.interactive
+            else None
+        )
 
     def update(self, count: int = 1) -> None:
         """``count`` more done."""

@@ -55,56 +55,101 @@ class ReadingOptions:
     A new reading strategy is a step of :mod:`littlebird.reader` and one field here that turns it on."""
 
     max_length: int | None = option(
-        DEFAULT_MAX_LENGTH, "window length in tokens, the question's prefix included, capped by the model's "
+        DEFAULT_MAX_LENGTH,
+        "window length in tokens, the question's prefix included, capped by the model's "
         "positions; 'none' reads the whole document in one pass (LittleBird is linear in length)",
-        minimum=8, none="none", slider=Slider(512, 16384, 512, "Max length (tokens per window)"))
+        minimum=8,
+        none="none",
+        slider=Slider(512, 16384, 512, "Max length (tokens per window)"),
+    )
     stride: int | None = option(
-        None, f"at most this many tokens between window starts; default: the window less {WINDOW_OVERLAP} tokens, "
-        "at least half of it", minimum=1, none="none")
+        None,
+        f"at most this many tokens between window starts; default: the window less {WINDOW_OVERLAP} tokens, "
+        "at least half of it",
+        minimum=1,
+        none="none",
+    )
     max_windows: int | None = option(
-        DEFAULT_MAX_WINDOWS, "of a document that needs more windows, the model reads at most this many, those the "
-        "lexical first pass (BM25) ranks best; 'all' reads every window", minimum=1, none="all",
-        slider=Slider(1, 64, 1, "Windows read per question (the best-matching ones)"))
+        DEFAULT_MAX_WINDOWS,
+        "of a document that needs more windows, the model reads at most this many, those the "
+        "lexical first pass (BM25) ranks best; 'all' reads every window",
+        minimum=1,
+        none="all",
+        slider=Slider(1, 64, 1, "Windows read per question (the best-matching ones)"),
+    )
     stop_confidence: float | None = option(
-        DEFAULT_STOP_CONFIDENCE, f"leave the rest of the ranked windows unread once {MIN_WINDOWS_BEFORE_STOP} are "
+        DEFAULT_STOP_CONFIDENCE,
+        f"leave the rest of the ranked windows unread once {MIN_WINDOWS_BEFORE_STOP} are "
         "read and one is answerable with at least this probability ('found'); 'none' turns the rule off; needs "
-        "--rank-windows and --max-windows", above=0.0, maximum=1.0, none="none")
+        "--rank-windows and --max-windows",
+        above=0.0,
+        maximum=1.0,
+        none="none",
+    )
     give_up_below: float | None = option(
-        DEFAULT_GIVE_UP_BELOW, f"leave the rest of the ranked windows unread once {MIN_WINDOWS_BEFORE_GIVING_UP} "
+        DEFAULT_GIVE_UP_BELOW,
+        f"leave the rest of the ranked windows unread once {MIN_WINDOWS_BEFORE_GIVING_UP} "
         "are read and none is answerable with this probability ('nothing found'); 'none' turns the rule off",
-        minimum=0.0, below=1.0, none="none")
+        minimum=0.0,
+        below=1.0,
+        none="none",
+    )
     glimpse_tokens: int | None = option(
-        GLIMPSE_TOKENS, f"of a document with more than {GLIMPSE_ABOVE} ranked windows to read, first read a glimpse "
+        GLIMPSE_TOKENS,
+        f"of a document with more than {GLIMPSE_ABOVE} ranked windows to read, first read a glimpse "
         "of each of this many tokens (around its best-matching chunk, all in one batch), then in full, in turn "
         "and under the stop rules, only the --glimpse-keep windows that the glimpses and BM25 find likeliest to "
         "hold the answer ('glimpsed'); 'none' reads the ranked windows in turn; needs --rank-windows and "
-        "--max-windows", minimum=8, none="none", aliases=("--glimpse",))
+        "--max-windows",
+        minimum=8,
+        none="none",
+        aliases=("--glimpse",),
+    )
     glimpse_keep: int = option(GLIMPSE_KEEP, "windows read in full after the glimpses", minimum=1)
     time_budget: float | None = option(
-        None, "seconds from the call after which no further window is started (the first is always read); "
-        "default: unbounded", minimum=0, none="none")
+        None,
+        "seconds from the call after which no further window is started (the first is always read); default: unbounded",
+        minimum=0,
+        none="none",
+    )
     rank_windows: bool = option(
-        True, "compare spans of different windows by log p(span | window) plus the window's answerable logit; "
-        "--no-rank-windows compares the raw logits (the rule before)")
+        True,
+        "compare spans of different windows by log p(span | window) plus the window's answerable logit; "
+        "--no-rank-windows compares the raw logits (the rule before)",
+    )
     lexical_prior: float = option(
-        0.0, "with --rank-windows: add this times each window's BM25 score over the document's best window's to "
-        "its spans' scores (0: the model's choice alone)", minimum=0)
-    n_best: int = option(DEFAULT_N_BEST, "answers returned, best first", minimum=1,
-                         slider=Slider(1, 20, 1, "n-best"))
+        0.0,
+        "with --rank-windows: add this times each window's BM25 score over the document's best window's to "
+        "its spans' scores (0: the model's choice alone)",
+        minimum=0,
+    )
+    n_best: int = option(DEFAULT_N_BEST, "answers returned, best first", minimum=1, slider=Slider(1, 20, 1, "n-best"))
     max_answer_length: int = option(MAX_ANSWER_LENGTH, "longest answer in tokens", minimum=1)
     top_k_starts: int = option(TOP_K_STARTS, "start positions per window whose ends are decoded", minimum=1)
     no_answer_threshold: float = option(
-        DEFAULT_NO_ANSWER_THRESHOLD, "below this answerable probability (the best window's) the reading says 'no "
-        "answer' and lists its answers as guesses", minimum=0.0, maximum=1.0, aliases=("--threshold",),
-        slider=Slider(0.0, 1.0, 0.05, "No-answer threshold"))
+        DEFAULT_NO_ANSWER_THRESHOLD,
+        "below this answerable probability (the best window's) the reading says 'no "
+        "answer' and lists its answers as guesses",
+        minimum=0.0,
+        maximum=1.0,
+        aliases=("--threshold",),
+        slider=Slider(0.0, 1.0, 0.05, "No-answer threshold"),
+    )
     window_batch_size: int = option(1, "windows per model call", minimum=1)
     threads: int | None = option(
-        None, "CPU threads for the model, set process-wide when the reading starts; default: the process's "
-        "setting", minimum=1, none="none")
+        None,
+        "CPU threads for the model, set process-wide when the reading starts; default: the process's setting",
+        minimum=1,
+        none="none",
+    )
     cpu_mode: str | None = option(
-        None, "on CPU, the precision of the model's linear layers (littlebird.inference): bf16-linear, fp32 or "
+        None,
+        "on CPU, the precision of the model's linear layers (littlebird.inference): bf16-linear, fp32 or "
         "auto (bf16-linear where the CPU has bf16 units); the model is converted once, in place; 'none': the "
-        "model runs as given", choices=CPU_MODES, none="none")
+        "model runs as given",
+        choices=CPU_MODES,
+        none="none",
+    )
 
     def __post_init__(self) -> None:
         check_options(self)

@@ -54,13 +54,24 @@ def dense_usw_attention(q, k, v, packed_k, packed_v, position_ids, key_valid, bi
     return out, probs
 
 
-def dense_reference_backend(q, k, v, packed_k, packed_v, geometry: BlockGeometry, bialibi: BiALiBi,
-                            dropout_p: float = 0.0, output_attentions: bool = False, chunk_blocks=None):
+def dense_reference_backend(
+    q,
+    k,
+    v,
+    packed_k,
+    packed_v,
+    geometry: BlockGeometry,
+    bialibi: BiALiBi,
+    dropout_p: float = 0.0,
+    output_attentions: bool = False,
+    chunk_blocks=None,
+):
     """:func:`dense_usw_attention` behind the attention backends' interface (no dropout, no compact weights)."""
     if dropout_p or output_attentions:
         raise ValueError("the dense reference has no dropout and gives no compact attention weights")
-    out, _ = dense_usw_attention(q, k, v, packed_k, packed_v, geometry.position_ids, geometry.key_valid, bialibi,
-                                 geometry.block_size)
+    out, _ = dense_usw_attention(
+        q, k, v, packed_k, packed_v, geometry.position_ids, geometry.key_valid, bialibi, geometry.block_size
+    )
     return out, None
 
 

@@ -3,8 +3,8 @@
 :func:`write_space` copies what the app needs to run (``app.py``, the ``littlebird`` package, the
 checkpoint and the examples) and writes the four files a Space reads: ``requirements.txt`` (from
 ``pyproject.toml``), ``packages.txt`` (the Debian packages: Tesseract OCR, which reads scans), ``README.md`` (the
-Space's front matter, then the repository README) and ``.gitattributes`` (what Git LFS stores). The folder can be pushed with git as it is, or uploaded
-with :func:`push_space`.
+Space's front matter, then the repository README) and ``.gitattributes`` (what Git LFS stores). The folder can be
+pushed with git as it is, or uploaded with :func:`push_space`.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ class Hardware:
 
 HARDWARE = {
     # A free Space's CPU: the CPU-only wheel (about 200 MB) rather than PyPI's, which pulls several GB of CUDA.
-    "cpu": Hardware(("--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"), (),
-                    "cpu-basic"),
+    "cpu": Hardware(
+        ("--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"), (), "cpu-basic"
+    ),
     # ZeroGPU lends a GPU per call of a function wrapped in spaces.GPU (littlebird.app.asking.gpu_task).
     "zero-gpu": Hardware((f"torch=={TORCH_VERSION}",), ("spaces",), "zero-a10g"),
     "gpu": Hardware((f"torch=={TORCH_VERSION}",), (), "t4-small"),
@@ -83,10 +84,15 @@ def space_requirements(pyproject: Path, hardware: str = "cpu") -> str:
     plus the ``app`` extra as written there, torch pinned from the index that has the hardware's wheel."""
     spec = _hardware(hardware)
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
-    requirements = [r for r in dict.fromkeys([*project["dependencies"], *project["optional-dependencies"]["app"]])
-                    if re.match(r"[A-Za-z0-9._-]+", r).group(0).lower() != "torch"]
-    header = (f"# Generated from {pyproject.name} by littlebird.space.write_space for {hardware} hardware: torch "
-              "for it, then the [project] dependencies and the app extra.")
+    requirements = [
+        r
+        for r in dict.fromkeys([*project["dependencies"], *project["optional-dependencies"]["app"]])
+        if re.match(r"[A-Za-z0-9._-]+", r).group(0).lower() != "torch"
+    ]
+    header = (
+        f"# Generated from {pyproject.name} by littlebird.space.write_space for {hardware} hardware: torch "
+        "for it, then the [project] dependencies and the app extra."
+    )
     return "\n".join([header, *spec.torch, *requirements, *spec.extra]) + "\n"
 
 
@@ -106,6 +112,7 @@ def repository_url(pyproject: Path) -> str:
 def absolute_links(text: str, repository: str, *, kept: tuple[str, ...] = ()) -> str:
     """``text`` (Markdown with HTML) with each relative link and image made absolute in ``repository`` (a
     GitHub address: pages under ``blob/main``, images under ``raw/main``), except the paths in ``kept``."""
+
     def absolute(match: re.Match) -> str:
         target = match.group("target")
         if target in kept:
@@ -120,8 +127,11 @@ def space_readme(readme: Path, *, hardware: str = "cpu", repository: str | None 
     """The Space's README: its front matter (gradio at the installed version, the hardware to suggest), then
     ``readme`` without its own, its links into the ``repository`` made absolute but for the images the Space
     holds itself (Markdown images, :func:`readme_images`)."""
-    fields = {**FRONT_MATTER, "sdk_version": importlib.metadata.version("gradio"),
-              "suggested_hardware": _hardware(hardware).suggested_hardware}
+    fields = {
+        **FRONT_MATTER,
+        "sdk_version": importlib.metadata.version("gradio"),
+        "suggested_hardware": _hardware(hardware).suggested_hardware,
+    }
     front_matter = "\n".join(f"{key}: {value}" for key, value in fields.items())
     body = _LEADING_FRONT_MATTER.sub("", readme.read_text(encoding="utf-8"), count=1).lstrip("\n")
     if repository:
@@ -172,20 +182,26 @@ def is_space_folder(directory: Path) -> bool:
 def _check_root(root: Path) -> None:
     for relative in ("pyproject.toml", "README.md", *SPACE_SOURCES):
         if not (root / relative).exists():
-            raise ValueError(f"{root} is not a LittleBird QA checkout: it has no {relative}; "
-                             "write the Space from the repository's working tree (--root, or root= in Python).")
+            raise ValueError(
+                f"{root} is not a LittleBird QA checkout: it has no {relative}; "
+                "write the Space from the repository's working tree (--root, or root= in Python)."
+            )
 
 
 def _prepare(directory: Path, root: Path) -> None:
     """Make ``directory`` an empty folder to write into, refusing one that holds anything but an earlier Space."""
     if root.is_relative_to(directory) or any(directory.is_relative_to(root / s) for s in SPACE_SOURCES):
-        raise ValueError(f"{directory} overlaps the files it would be written from ({root}); choose a folder outside them.")
+        raise ValueError(
+            f"{directory} overlaps the files it would be written from ({root}); choose a folder outside them."
+        )
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"{directory} exists and is not a directory; give a new or empty directory.")
     if directory.is_dir() and any(directory.iterdir()):
         if not is_space_folder(directory):
-            raise ValueError(f"{directory} exists and is not empty, and is not a Space folder written by "
-                             "write_space; give a new or empty directory.")
+            raise ValueError(
+                f"{directory} exists and is not empty, and is not a Space folder written by "
+                "write_space; give a new or empty directory."
+            )
         for entry in directory.iterdir():
             if entry.name == ".git":  # a clone of the Space stays a clone: the rewrite is its next commit
                 continue
@@ -202,9 +218,10 @@ def write_space(directory: str | Path, *, root: str | Path = REPOSITORY, hardwar
     The folder holds ``app.py``, the ``littlebird`` package (without ``__pycache__`` or tests), the
     checkpoint ``assets/littlebird-qa``, ``assets/examples``, LICENSE, the images the README shows, a
     ``requirements.txt`` from ``pyproject.toml`` with torch for ``hardware`` ("cpu", the default, the
-    free Space's; "zero-gpu" or "gpu"), a ``packages.txt`` with Tesseract OCR, a ``README.md`` with the Space's front matter (suggesting that
-    hardware) and links into the repository (``[project.urls] Repository``), and a ``.gitattributes``
-    that puts large and binary files in Git LFS, so that a ``git push`` of it to a Space is accepted. Raises ValueError for a directory that exists and is not empty, unless an
+    free Space's; "zero-gpu" or "gpu"), a ``packages.txt`` with Tesseract OCR, a ``README.md`` with the Space's
+    front matter (suggesting that hardware) and links into the repository (``[project.urls] Repository``), and a
+    ``.gitattributes`` that puts large and binary files in Git LFS, so that a ``git push`` of it to a Space is
+    accepted. Raises ValueError for a directory that exists and is not empty, unless an
     earlier call wrote it (then it is rewritten, keeping a ``.git`` inside), and for a ``root`` that
     is not a checkout. Returns the directory, resolved.
     """
@@ -237,8 +254,14 @@ def push_space(directory: str | Path, repo_id: str, *, token: str | None = None)
     huggingface_hub's ``CommitInfo``; raises ValueError for a folder that :func:`write_space` did not write.
     """
     if not is_space_folder(Path(directory)):
-        raise ValueError(f"{directory} is not a Space folder written by write_space; run `littlebird space {directory}` first.")
+        raise ValueError(
+            f"{directory} is not a Space folder written by write_space; run `littlebird space {directory}` first."
+        )
     api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
-    return api.upload_folder(repo_id=repo_id, folder_path=str(directory), repo_type="space",
-                             commit_message="Update the Space from littlebird space")
+    return api.upload_folder(
+        repo_id=repo_id,
+        folder_path=str(directory),
+        repo_type="space",
+        commit_message="Update the Space from littlebird space",
+    )

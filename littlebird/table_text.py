@@ -146,8 +146,12 @@ def _is_header_row(row: Sequence[Slot]) -> bool:
 
 def _looks_like_labels(row: Sequence[Slot]) -> bool:
     """A first row of ``<td>`` cells that reads as column names: every cell filled, short and not a number."""
-    return all(slot.cell.text.strip() and len(slot.cell.text.split()) <= MAX_GUESSED_LABEL_WORDS
-               and not _DIGITS_ONLY.match(slot.cell.text.strip()) for slot in row)
+    return all(
+        slot.cell.text.strip()
+        and len(slot.cell.text.split()) <= MAX_GUESSED_LABEL_WORDS
+        and not _DIGITS_ONLY.match(slot.cell.text.strip())
+        for slot in row
+    )
 
 
 def _guessed_header(rows: Sequence[Sequence[Slot]], n_columns: int) -> int | None:

@@ -80,15 +80,27 @@ def chunk_scores(question_terms: np.ndarray, document_terms: np.ndarray, chunk: 
     return (idf * tf * (BM25_K1 + 1) / (tf + norm[:, None])).sum(axis=1)
 
 
-def window_scores(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-                  tokenizer, chunk: int = CHUNK_TOKENS) -> np.ndarray:
+def window_scores(
+    question_ids: Sequence[int],
+    document_ids: np.ndarray,
+    starts: Sequence[int],
+    capacity: int,
+    tokenizer,
+    chunk: int = CHUNK_TOKENS,
+) -> np.ndarray:
     """(W,) BM25 score of each window ``[start, start + capacity)``: the best chunk it holds whole
     or in part."""
     return _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk)[0]
 
 
-def best_chunk_centres(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-                       tokenizer, chunk: int = CHUNK_TOKENS) -> np.ndarray:
+def best_chunk_centres(
+    question_ids: Sequence[int],
+    document_ids: np.ndarray,
+    starts: Sequence[int],
+    capacity: int,
+    tokenizer,
+    chunk: int = CHUNK_TOKENS,
+) -> np.ndarray:
     """(W,) the document token at the middle of each window's best chunk (the window's first chunk where no
     question word occurs): where in a window its answer most likely sits."""
     return _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk)[1]
@@ -96,8 +108,9 @@ def best_chunk_centres(question_ids: Sequence[int], document_ids: np.ndarray, st
 
 def _best_chunks(question_ids, document_ids, starts, capacity, tokenizer, chunk) -> tuple[np.ndarray, np.ndarray]:
     table = term_table(tokenizer)
-    scores = chunk_scores(table[np.asarray(question_ids, dtype=np.int64)], table[np.asarray(document_ids, dtype=np.int64)],
-                          chunk)
+    scores = chunk_scores(
+        table[np.asarray(question_ids, dtype=np.int64)], table[np.asarray(document_ids, dtype=np.int64)], chunk
+    )
     best, centres = np.empty(len(starts)), np.empty(len(starts), dtype=np.int64)
     for i, start in enumerate(starts):
         first, last = start // chunk, -(-(start + capacity) // chunk)
@@ -137,8 +150,9 @@ def choice_features(glimpse_logits: np.ndarray, lexical: np.ndarray) -> np.ndarr
     return np.stack([g, 1 / (1 + np.exp(-g)), lex, rank / 10, first, first * lead], 1)
 
 
-def reading_order(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-                  tokenizer) -> list[int]:
+def reading_order(
+    question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int, tokenizer
+) -> list[int]:
     """Indices of ``starts``, the windows most likely to hold the answer first (ties: document order)."""
     if len(starts) <= 1:
         return list(range(len(starts)))

@@ -47,8 +47,12 @@ def main() -> int:
         clone = Path(folder) / "clone"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
         guards = [f"tests/app/test_limits.py::{GUARDS[name].__name__}" for name in names]
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *guards], cwd=clone,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *guards],
+            cwd=clone,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             print(done.stdout[-3000:])
             raise SystemExit("the guards fail in a clean clone already: fix them first")
@@ -63,15 +67,31 @@ def main() -> int:
             guard = GUARDS[name].__name__
             started = time.monotonic()
             try:
-                done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                                       f"tests/app/test_limits.py::{guard}"], cwd=clone, capture_output=True,
-                                      text=True, timeout=args.seconds)
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-x",
+                        "-p",
+                        "no:cacheprovider",
+                        f"tests/app/test_limits.py::{guard}",
+                    ],
+                    cwd=clone,
+                    capture_output=True,
+                    text=True,
+                    timeout=args.seconds,
+                )
                 verdict = "passes (not guarded)" if done.returncode == 0 else "fails"
             except subprocess.TimeoutExpired:
                 verdict = f"fails (still running after {args.seconds:g} s)"
             still_passing += verdict.startswith("passes")
-            print(f"| `{name.rsplit('.', 1)[-1]}` | `{line.split('=', 1)[1].strip()}` | `{guard}` | {verdict} | "
-                  f"{time.monotonic() - started:.0f} |", flush=True)
+            print(
+                f"| `{name.rsplit('.', 1)[-1]}` | `{line.split('=', 1)[1].strip()}` | `{guard}` | {verdict} | "
+                f"{time.monotonic() - started:.0f} |",
+                flush=True,
+            )
     print(f"\n{len(names) - still_passing} of {len(names)} raised limits turn their guard red.")
     return 1 if still_passing else 0
 

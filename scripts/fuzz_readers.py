@@ -39,8 +39,9 @@ def main() -> int:
                 break
 
             def fuzz(format):
-                @settings(max_examples=args.examples, deadline=None, database=None,
-                          suppress_health_check=list(HealthCheck))
+                @settings(
+                    max_examples=args.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+                )
                 @given(data=st.data())
                 def read(data):
                     started = time.perf_counter()
@@ -60,10 +61,14 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|")
     for format in formats.FORMATS:
         name = format.name
-        print(f"| {name} | {tried[name]:,} | {outcomes[name, 'read']:,} | {outcomes[name, 'refused']:,} | "
-              f"{slowest[name]:.2f} |")
-    print(f"\npeak memory of the process: {peak_memory_mb():,.0f} MB (a PDF's reader runs in a child process under "
-          "its own memory limit)")
+        print(
+            f"| {name} | {tried[name]:,} | {outcomes[name, 'read']:,} | {outcomes[name, 'refused']:,} | "
+            f"{slowest[name]:.2f} |"
+        )
+    print(
+        f"\npeak memory of the process: {peak_memory_mb():,.0f} MB (a PDF's reader runs in a child process under "
+        "its own memory limit)"
+    )
     print(f"crashes: {len(crashes)}")
     for crash in crashes:
         print(f"- {crash}")

@@ -53,8 +53,18 @@ def score(model_dir: Path, data: Path, extra: list[str], max_questions: int | No
     """The evaluation CLI's summary for one model and one dev file."""
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(tmp) / "result.json"
-        command = [sys.executable, "-m", "littlebird.evaluation", "--model", str(model_dir), "--data", str(data),
-                   "--output", str(output), *extra]
+        command = [
+            sys.executable,
+            "-m",
+            "littlebird.evaluation",
+            "--model",
+            str(model_dir),
+            "--data",
+            str(data),
+            "--output",
+            str(output),
+            *extra,
+        ]
         if max_questions:
             command += ["--max-questions", str(max_questions)]
         subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
@@ -80,8 +90,11 @@ Dev F1 of training snapshots against the training windows they had seen, written
 
 def markdown(points: list[dict], sets: list[str]) -> str:
     """The curve as a Markdown table, under a heading that explains its columns."""
-    lines = [HEADER, "| model | run | step | features seen | " + " | ".join(f"{s} F1" for s in sets) + " |",
-             "|---|---|---:|---:|" + "---:|" * len(sets)]
+    lines = [
+        HEADER,
+        "| model | run | step | features seen | " + " | ".join(f"{s} F1" for s in sets) + " |",
+        "|---|---|---:|---:|" + "---:|" * len(sets),
+    ]
     for p in points:
         cells = " | ".join(f"{p['f1'][s]:.1f}" for s in sets)
         lines.append(f"| {p['name']} | {p['run']} | {p['step']} | {p['features']:,} | {cells} |")
@@ -102,17 +115,43 @@ def plot(points: list[dict], sets: list[str], path: Path) -> bool:
     for m, name in enumerate(dict.fromkeys(p["name"] for p in points)):
         mine = [p for p in points if p["name"] == name]
         for k, s in enumerate(sets):
-            figure.add_trace(go.Scatter(x=[p["features"] for p in mine], y=[p["f1"][s] for p in mine],
-                                        mode="lines+markers", name=f"{name}: {s}",
-                                        line={"color": palette[m % len(palette)], "dash": dashes[k % len(dashes)]}))
-    figure.update_layout(title="Dev F1 against training features seen", xaxis_title="training features seen",
-                         yaxis_title="F1", yaxis_range=[0, 100], width=900, height=520, template="plotly_white")
+            figure.add_trace(
+                go.Scatter(
+                    x=[p["features"] for p in mine],
+                    y=[p["f1"][s] for p in mine],
+                    mode="lines+markers",
+                    name=f"{name}: {s}",
+                    line={"color": palette[m % len(palette)], "dash": dashes[k % len(dashes)]},
+                )
+            )
+    figure.update_layout(
+        title="Dev F1 against training features seen",
+        xaxis_title="training features seen",
+        yaxis_title="F1",
+        yaxis_range=[0, 100],
+        width=900,
+        height=520,
+        template="plotly_white",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         html = Path(tmp) / "curve.html"
         figure.write_html(html, include_plotlyjs=True, full_html=True)
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        f"--screenshot={path.resolve()}", "--window-size=920,540", "--virtual-time-budget=5000",
-                        html.as_uri()], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--screenshot={path.resolve()}",
+                "--window-size=920,540",
+                "--virtual-time-budget=5000",
+                html.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     return path.exists()
 
 
@@ -125,8 +164,12 @@ def main(argv=None) -> None:
     parser.add_argument("--max-questions", type=int, default=None)
     parser.add_argument("--eval-args", default="", help="extra options for the evaluation CLI, e.g. '--max-length 384'")
     parser.add_argument("--output", default="docs/learning-curve")
-    parser.add_argument("--features-before", type=int, default=0,
-                        help="features the model saw before the first of --runs (earlier rounds, maybe lost)")
+    parser.add_argument(
+        "--features-before",
+        type=int,
+        default=0,
+        help="features the model saw before the first of --runs (earlier rounds, maybe lost)",
+    )
     args = parser.parse_args(argv)
 
     output = Path(args.output)
@@ -141,11 +184,18 @@ def main(argv=None) -> None:
             key = (args.name, run.name, step)
             if key in done:
                 continue
-            f1 = {s: score(model_dir, Path(args.dev) / f"{s}.json", args.eval_args.split(), args.max_questions)["overall"]["f1"]
-                  for s in args.sets}
-            points.append({"name": args.name, "run": run.name, "step": step, "features": offset + step * per_step,
-                           "f1": f1})
-            print(f"{args.name} {run.name} step {step}: " + ", ".join(f"{s} {v:.1f}" for s, v in f1.items()), flush=True)
+            f1 = {
+                s: score(model_dir, Path(args.dev) / f"{s}.json", args.eval_args.split(), args.max_questions)[
+                    "overall"
+                ]["f1"]
+                for s in args.sets
+            }
+            points.append(
+                {"name": args.name, "run": run.name, "step": step, "features": offset + step * per_step, "f1": f1}
+            )
+            print(
+                f"{args.name} {run.name} step {step}: " + ", ".join(f"{s} {v:.1f}" for s, v in f1.items()), flush=True
+            )
             store.write_text(json.dumps(points, indent=1))
         last = run_points(run)
         offset += (last[-1][0] if last else 0) * per_step

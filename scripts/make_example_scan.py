@@ -54,8 +54,9 @@ def image_pdf(images: list[Image.Image], *, dpi: int = SCAN_DPI) -> bytes:
     return out.getvalue()
 
 
-def text_image(paragraphs: list[str], *, font: str = LATIN_FONT, size: int = 32, width: int = 1600,
-               margin: int | None = None) -> Image.Image:
+def text_image(
+    paragraphs: list[str], *, font: str = LATIN_FONT, size: int = 32, width: int = 1600, margin: int | None = None
+) -> Image.Image:
     """``paragraphs`` set in black on a white image ``width`` pixels wide, in ``font`` at ``size`` pixels, the
     lines broken between words, a blank line's space between paragraphs."""
     face = ImageFont.truetype(font, size)

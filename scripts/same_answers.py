@@ -19,10 +19,14 @@ def main(before: Path, after: Path) -> int:
         rows_old = {p["id"]: p for p in old["predictions"]}
         rows_new = {p["id"]: p for p in new["predictions"]}
         ids = [i for i in rows_old if i in rows_new]
-        same = [sum(rows_old[i][key] == rows_new[i][key] for i in ids) for key in ("prediction", "n_windows", "no_answer")]
+        same = [
+            sum(rows_old[i][key] == rows_new[i][key] for i in ids) for key in ("prediction", "n_windows", "no_answer")
+        ]
         differ += len(ids) * 3 - sum(same) + len(rows_old.keys() ^ rows_new.keys())  # a question on one side only
-        print(f"| {path.stem} | {len(ids)} | {same[0]} | {same[1]} | {same[2]} | {old['summary']['overall']['f1']:.1f} | "
-              f"{new['summary']['overall']['f1']:.1f} |")
+        print(
+            f"| {path.stem} | {len(ids)} | {same[0]} | {same[1]} | {same[2]} | {old['summary']['overall']['f1']:.1f} | "
+            f"{new['summary']['overall']['f1']:.1f} |"
+        )
     return 1 if differ else 0
 
 

@@ -21,13 +21,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from littlebird.documents.clean import clean_document  # noqa: E402
 from littlebird.app.examples import find_example, web_pages  # noqa: E402
 from littlebird.app.ui import build_demo  # noqa: E402
+from littlebird.documents.clean import clean_document  # noqa: E402
 from littlebird.documents.upload import read_upload  # noqa: E402
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 WAIT_MS = 180_000  # a 15K-token document read on two busy cores, then its window again with attention
 
 VIEWS = {
@@ -58,8 +66,11 @@ def fresh_page(browser, url: str):
 
 def paste(page, text: str) -> None:
     """Put ``text`` in the paste box with one input event, as a paste does (``fill`` types it piece by piece)."""
-    page.evaluate("""text => { const box = document.querySelector('#lb-paste textarea');
-                               box.value = text; box.dispatchEvent(new Event('input', {bubbles: true})); }""", text)
+    page.evaluate(
+        """text => { const box = document.querySelector('#lb-paste textarea');
+                               box.value = text; box.dispatchEvent(new Event('input', {bubbles: true})); }""",
+        text,
+    )
     page.wait_for_function("n => document.querySelector('#lb-paste textarea').value.length === n", arg=len(text))
 
 
@@ -68,7 +79,8 @@ def open_explorer(page) -> None:
     page.locator("#lb-explorer").get_by_text("Attention explorer").first.click()
     page.wait_for_function(
         "() => (document.querySelector('#lb-plot-blocks .gtitle')?.textContent ?? '').includes('layer')",
-        timeout=WAIT_MS)
+        timeout=WAIT_MS,
+    )
     for plot in ("#lb-rollout", "#lb-head-atlas", "#lb-plot-blocks"):
         page.locator(f"{plot} .heatmaplayer image, {plot} .hm image").first.wait_for(timeout=WAIT_MS)
     page.locator("#lb-token-view .barlayer .point").first.wait_for(timeout=WAIT_MS)
@@ -81,11 +93,14 @@ def shoot(page, selectors: list[str], path: Path, margin: int = 6) -> None:
     boxes = page.evaluate(
         """selectors => selectors.map(s => { const r = document.querySelector(s).getBoundingClientRect();
                return [r.left + window.scrollX, r.top + window.scrollY, r.right + window.scrollX,
-                       r.bottom + window.scrollY]; })""", selectors)
+                       r.bottom + window.scrollY]; })""",
+        selectors,
+    )
     left, top = max(min(b[0] for b in boxes) - margin, 0), max(min(b[1] for b in boxes) - margin, 0)
     right, bottom = max(b[2] for b in boxes) + margin, max(b[3] for b in boxes) + margin
-    page.screenshot(path=str(path), full_page=True,
-                    clip={"x": left, "y": top, "width": right - left, "height": bottom - top})
+    page.screenshot(
+        path=str(path), full_page=True, clip={"x": left, "y": top, "width": right - left, "height": bottom - top}
+    )
 
 
 def page_screenshot(page, example, question: int, output: Path) -> None:
@@ -94,8 +109,9 @@ def page_screenshot(page, example, question: int, output: Path) -> None:
     page.locator("#lb-example input").click()
     page.get_by_role("option", name=example.label).click()
     page.locator("#lb-suggestions label").nth(question).click()
-    page.wait_for_function("q => document.querySelector('#lb-question textarea').value === q",
-                           arg=example.questions[question].question)
+    page.wait_for_function(
+        "q => document.querySelector('#lb-question textarea').value === q", arg=example.questions[question].question
+    )
     page.locator("#lb-ask").click()
     page.locator("#lb-document mark").first.wait_for(timeout=WAIT_MS)
     open_explorer(page)
@@ -129,8 +145,9 @@ def main(argv=None) -> None:
     parser.add_argument("--checkpoint", default=None, help="default: assets/littlebird-qa")
     parser.add_argument("--example", default="ko-jikji")
     parser.add_argument("--question", type=int, default=1, help="which of the example's suggested questions")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="the whole page (default: docs/screenshot.png, or none with --views)")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="the whole page (default: docs/screenshot.png, or none with --views)"
+    )
     parser.add_argument("--views", type=Path, default=None, metavar="DIR", help="one PNG per explorer view here")
     args = parser.parse_args(argv)
     output = args.output or (None if args.views else ROOT / "docs" / "screenshot.png")

@@ -26,7 +26,12 @@ from pathlib import Path
 from littlebird.table_text import TABLE_FORMS
 from littlebird.training.data import keep_questions, read_squad, take_questions, write_squad
 from littlebird.training.dev_files import write_dev_files
-from littlebird.training.page_tables import TABLE_PAGES_FILE, read_table_pages, split_table_pages, table_question_articles
+from littlebird.training.page_tables import (
+    TABLE_PAGES_FILE,
+    read_table_pages,
+    split_table_pages,
+    table_question_articles,
+)
 
 FILES = ("dev-en-page-table", "dev-en-page-shaped", "dev-ko-page-shaped", "dev-en-article")
 
@@ -47,8 +52,11 @@ def write_forms(data_dir: Path, output: Path, forms: list[str], max_questions: i
         if not (folder / "dev-en-page-table.json").exists():
             write_dev_files(data_dir, folder, dev_fraction=dev_fraction, max_questions=max_questions, table_form=form)
             write_squad(folder / "dev-en-page-table.json", keep_questions(tables[form], chosen))
-        print(f"{form}: {len(_ids(tables[form]))} page-table questions kept, {len(common)} kept by every form, "
-              f"{len(chosen)} chosen", flush=True)
+        print(
+            f"{form}: {len(_ids(tables[form]))} page-table questions kept, {len(common)} kept by every form, "
+            f"{len(chosen)} chosen",
+            flush=True,
+        )
 
 
 def _contexts(path: Path) -> list[str]:
@@ -64,9 +72,16 @@ def evaluate(output: Path, forms: list[str], files: list[str], model: str, threa
             data, result = output / form / f"{name}.json", output / form / f"{name}.result.json"
             if result.exists():
                 continue
-            same = next((output / f / f"{name}.result.json" for f in forms
-                         if f != form and (output / f / f"{name}.result.json").exists()
-                         and _contexts(output / f / f"{name}.json") == _contexts(data)), None)
+            same = next(
+                (
+                    output / f / f"{name}.result.json"
+                    for f in forms
+                    if f != form
+                    and (output / f / f"{name}.result.json").exists()
+                    and _contexts(output / f / f"{name}.json") == _contexts(data)
+                ),
+                None,
+            )
             if same is not None:
                 result.write_text(same.read_text())
                 continue
@@ -86,9 +101,12 @@ def token_growth(output: Path, forms: list[str]) -> dict[str, tuple[float, float
     tokenizer = load_tokenizer()
     counts = {}
     for form in forms:
-        contexts = {a["title"]: a["paragraphs"][0]["context"] for a in read_squad(output / form / "dev-en-page-table.json")}
-        counts[form] = {title: len(tokenizer(text, add_special_tokens=False)["input_ids"])
-                        for title, text in contexts.items()}
+        contexts = {
+            a["title"]: a["paragraphs"][0]["context"] for a in read_squad(output / form / "dev-en-page-table.json")
+        }
+        counts[form] = {
+            title: len(tokenizer(text, add_special_tokens=False)["input_ids"]) for title, text in contexts.items()
+        }
     base = counts.get("tags")
     growth = {}
     for form in forms:
@@ -100,11 +118,20 @@ def token_growth(output: Path, forms: list[str]) -> dict[str, tuple[float, float
 def report(output: Path, forms: list[str], files: list[str]) -> str:
     """The Markdown table of every form's results."""
     growth = token_growth(output, forms)
-    short = {"dev-en-page-table": "page-table", "dev-en-page-shaped": "en page-shaped",
-             "dev-ko-page-shaped": "ko page-shaped", "dev-en-article": "en article"}
-    head = ["form", *(f"{short.get(n, n)} F1 (EM)" for n in files), "page-table 'no answer'",
-            "page-table best guess in the answer's row", "page-table tokens / page vs tags (median, p90)",
-            "page-table s / question (p50, p90)"]
+    short = {
+        "dev-en-page-table": "page-table",
+        "dev-en-page-shaped": "en page-shaped",
+        "dev-ko-page-shaped": "ko page-shaped",
+        "dev-en-article": "en article",
+    }
+    head = [
+        "form",
+        *(f"{short.get(n, n)} F1 (EM)" for n in files),
+        "page-table 'no answer'",
+        "page-table best guess in the answer's row",
+        "page-table tokens / page vs tags (median, p90)",
+        "page-table s / question (p50, p90)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for form in forms:
         cells, table = [form], None
@@ -119,8 +146,12 @@ def report(output: Path, forms: list[str], files: list[str]) -> str:
                 table = summary
         if table:
             latency = table["latency_seconds"]
-            cells += [f"{table['no_answer_rate']:.1%}", f"{table.get('answer_row_rate', 0):.1%}",
-                      f"{growth[form][0]:.2f}, {growth[form][1]:.2f}", f"{latency['p50']:.2f}, {latency['p90']:.2f}"]
+            cells += [
+                f"{table['no_answer_rate']:.1%}",
+                f"{table.get('answer_row_rate', 0):.1%}",
+                f"{growth[form][0]:.2f}, {growth[form][1]:.2f}",
+                f"{latency['p50']:.2f}, {latency['p90']:.2f}",
+            ]
         else:
             cells += [""] * 4
         lines.append("| " + " | ".join(cells) + " |")

@@ -5,14 +5,49 @@ reads, built offline in a moment."""
 from pathlib import Path
 
 from tokenizers.pre_tokenizers import ByteLevel
-from transformers import (BertConfig, BertModel, BertTokenizer, ElectraConfig, ElectraForPreTraining,
-                          ElectraTokenizer, RobertaConfig, RobertaModel, RobertaTokenizer, XLMRobertaConfig,
-                          XLMRobertaModel, XLMRobertaTokenizer)
+from transformers import (
+    BertConfig,
+    BertModel,
+    BertTokenizer,
+    ElectraConfig,
+    ElectraForPreTraining,
+    ElectraTokenizer,
+    RobertaConfig,
+    RobertaModel,
+    RobertaTokenizer,
+    XLMRobertaConfig,
+    XLMRobertaModel,
+    XLMRobertaTokenizer,
+)
 
-WORDS = ("the", "capital", "of", "is", "city", "was", "founded", "in", "what", "when", "country", "small",
-         "arland", "bexford", "corvia", "dunmore", "river", "music", "people", "year", "수도", "나라", "도시")
-SIZES = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=48,
-             max_position_embeddings=128)
+WORDS = (
+    "the",
+    "capital",
+    "of",
+    "is",
+    "city",
+    "was",
+    "founded",
+    "in",
+    "what",
+    "when",
+    "country",
+    "small",
+    "arland",
+    "bexford",
+    "corvia",
+    "dunmore",
+    "river",
+    "music",
+    "people",
+    "year",
+    "수도",
+    "나라",
+    "도시",
+)
+SIZES = dict(
+    hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=48, max_position_embeddings=128
+)
 FAMILIES = ("bert", "roberta", "xlm-roberta", "electra", "e5")
 
 
@@ -36,7 +71,7 @@ def _bpe_vocab() -> tuple[dict[str, int], list[tuple[str, str]]]:
         for end in range(2, len(word) + 1):
             merged = word[:end]
             if merged not in pieces:
-                merges.append((word[:end - 1], word[end - 1]))
+                merges.append((word[: end - 1], word[end - 1]))
                 pieces.append(merged)
     pieces.append("<mask>")
     return {piece: i for i, piece in enumerate(pieces)}, merges
@@ -52,8 +87,9 @@ def write_toy_encoder(family: str, directory: Path, seed: int = 0) -> Path:
         if family == "bert":
             model = BertModel(BertConfig(vocab_size=len(tokenizer) + 3, pad_token_id=0, **SIZES))
         else:  # the discriminator, as published: ElectraForPreTraining
-            model = ElectraForPreTraining(ElectraConfig(vocab_size=len(tokenizer), embedding_size=SIZES["hidden_size"],
-                                                        pad_token_id=0, **SIZES))
+            model = ElectraForPreTraining(
+                ElectraConfig(vocab_size=len(tokenizer), embedding_size=SIZES["hidden_size"], pad_token_id=0, **SIZES)
+            )
     elif family == "roberta":
         vocab, merges = _bpe_vocab()
         tokenizer = RobertaTokenizer(vocab=vocab, merges=merges)

@@ -7,8 +7,17 @@ from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering
 
 def tiny_config(**overrides) -> LittleBirdConfig:
     """A two-layer LittleBird with the paper's b = s = 64 and no dropout."""
-    fields = dict(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                  block_size=64, pack_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    fields = dict(
+        vocab_size=300,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        block_size=64,
+        pack_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     fields.update(overrides)
     return LittleBirdConfig(**fields)
 

@@ -128,20 +128,25 @@ def inflation_bomb(megabytes: int = 2000) -> bytes:
     """A one-page PDF whose content stream is about 1/1000 of ``megabytes`` on disk and ``megabytes`` inflated."""
     compressor, block = zlib.compressobj(9), b" " * (1 << 20)
     stream = b"".join(compressor.compress(block) for _ in range(megabytes)) + compressor.flush()
-    return pdf_from_objects([
-        b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-    ])
+    return pdf_from_objects(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        ]
+    )
 
 
 def page_count_bomb(pages: int = 1_000_000, kids: int = 100_000) -> bytes:
     """A PDF whose page tree claims ``pages`` pages, listing one page object ``kids`` times."""
-    return pdf_from_objects([
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [" + b" ".join([b"3 0 R"] * kids) + b"] /Count %d >>" % pages,
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
-    ])
+    return pdf_from_objects(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [" + b" ".join([b"3 0 R"] * kids) + b"] /Count %d >>" % pages,
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+        ]
+    )
 
 
 def zip_bomb(parts: dict[str, str]) -> bytes:
@@ -200,13 +205,19 @@ def word_file(title: str, blocks: list) -> bytes:
 
 
 _HWPX_NAMESPACES = {
-    "hp": "http://www.hancom.co.kr/hwpml/2011/paragraph", "hs": "http://www.hancom.co.kr/hwpml/2011/section",
-    "hh": "http://www.hancom.co.kr/hwpml/2011/head", "hc": "http://www.hancom.co.kr/hwpml/2011/core",
+    "hp": "http://www.hancom.co.kr/hwpml/2011/paragraph",
+    "hs": "http://www.hancom.co.kr/hwpml/2011/section",
+    "hh": "http://www.hancom.co.kr/hwpml/2011/head",
+    "hc": "http://www.hancom.co.kr/hwpml/2011/core",
 }
 _BODY_HEIGHT, _TITLE_HEIGHT, _BIG_HEIGHT = 1000, 2000, 1400  # character sizes in 1/100 pt
 # Paragraph styles as Hangul's new documents have them (바탕글, 개요 1, 개요 2) and a title style of the user's.
-_HWPX_STYLES = [("0", "바탕글", "Normal", "0", "0"), ("1", "개요 1", "Outline 1", "1", "0"),
-                ("2", "개요 2", "Outline 2", "2", "0"), ("3", "제목", "Title", "0", "1")]
+_HWPX_STYLES = [
+    ("0", "바탕글", "Normal", "0", "0"),
+    ("1", "개요 1", "Outline 1", "1", "0"),
+    ("2", "개요 2", "Outline 2", "2", "0"),
+    ("3", "제목", "Title", "0", "1"),
+]
 
 
 def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None, encrypted: bool = False) -> bytes:
@@ -222,13 +233,16 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
     ns = " ".join(f"xmlns:{prefix}={quoteattr(uri)}" for prefix, uri in _HWPX_NAMESPACES.items())
     top = [0]
 
-    def paragraph(runs: str, *, style: str = "0", shape: str = "0", page_break: bool = False,
-                  at_top: bool = False) -> str:
+    def paragraph(
+        runs: str, *, style: str = "0", shape: str = "0", page_break: bool = False, at_top: bool = False
+    ) -> str:
         top[0] = 0 if at_top or page_break else top[0] + 1600
-        return (f'<hp:p id="0" paraPrIDRef="{shape}" styleIDRef="{style}" pageBreak="{int(page_break)}" '
-                f'columnBreak="0" merged="0">{runs}<hp:linesegarray><hp:lineseg textpos="0" vertpos="{top[0]}" '
-                'vertsize="1000" textheight="1000" baseline="850" spacing="600" horzpos="0" horzsize="42520" '
-                'flags="393216"/></hp:linesegarray></hp:p>')
+        return (
+            f'<hp:p id="0" paraPrIDRef="{shape}" styleIDRef="{style}" pageBreak="{int(page_break)}" '
+            f'columnBreak="0" merged="0">{runs}<hp:linesegarray><hp:lineseg textpos="0" vertpos="{top[0]}" '
+            'vertsize="1000" textheight="1000" baseline="850" spacing="600" horzpos="0" horzsize="42520" '
+            'flags="393216"/></hp:linesegarray></hp:p>'
+        )
 
     def run(text: str, size: str = "0") -> str:
         return f'<hp:run charPrIDRef="{size}"><hp:t>{escape(text)}</hp:t></hp:run>'
@@ -243,17 +257,22 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
                 while (row_number, column) in taken:
                     column += 1
                 taken |= {(row_number + r, column + c) for r in range(rowspan) for c in range(colspan)}
-                cells.append(f'<hp:tc name="" header="{int(row_number == 0)}" hasMargin="0" protect="0" editable="0" '
-                             f'dirty="0" borderFillIDRef="1"><hp:subList id="" textDirection="HORIZONTAL" '
-                             f'lineWrap="BREAK" vertAlign="CENTER">{paragraph(run(text))}</hp:subList>'
-                             f'<hp:cellAddr colAddr="{column}" rowAddr="{row_number}"/>'
-                             f'<hp:cellSpan colSpan="{colspan}" rowSpan="{rowspan}"/>'
-                             '<hp:cellSz width="8000" height="1000"/></hp:tc>')
+                cells.append(
+                    f'<hp:tc name="" header="{int(row_number == 0)}" hasMargin="0" protect="0" editable="0" '
+                    f'dirty="0" borderFillIDRef="1"><hp:subList id="" textDirection="HORIZONTAL" '
+                    f'lineWrap="BREAK" vertAlign="CENTER">{paragraph(run(text))}</hp:subList>'
+                    f'<hp:cellAddr colAddr="{column}" rowAddr="{row_number}"/>'
+                    f'<hp:cellSpan colSpan="{colspan}" rowSpan="{rowspan}"/>'
+                    '<hp:cellSz width="8000" height="1000"/></hp:tc>'
+                )
                 column += colspan
             cells_xml.append("<hp:tr>" + "".join(cells) + "</hp:tr>")
-        return (f'<hp:run charPrIDRef="0"><hp:tbl id="1" rowCnt="{len(rows)}" colCnt="{width}" cellSpacing="0" '
-                'borderFillIDRef="1" repeatHeader="1"><hp:sz width="40000" height="10000" protect="0"/>'
-                + "".join(cells_xml) + "</hp:tbl><hp:t/></hp:run>")
+        return (
+            f'<hp:run charPrIDRef="0"><hp:tbl id="1" rowCnt="{len(rows)}" colCnt="{width}" cellSpacing="0" '
+            'borderFillIDRef="1" repeatHeader="1"><hp:sz width="40000" height="10000" protect="0"/>'
+            + "".join(cells_xml)
+            + "</hp:tbl><hp:t/></hp:run>"
+        )
 
     def section(number: int, items: list) -> bytes:
         top[0] = -1600
@@ -277,23 +296,33 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
 
     def shape(id_: str, level: int | None) -> str:
         kind = "OUTLINE" if level is not None else "NONE"
-        return (f'<hh:paraPr id="{id_}" tabPrIDRef="0" condense="0">'
-                '<hh:align horizontal="JUSTIFY" vertical="BASELINE"/>'
-                f'<hh:heading type="{kind}" idRef="0" level="{level or 0}"/></hh:paraPr>')
+        return (
+            f'<hh:paraPr id="{id_}" tabPrIDRef="0" condense="0">'
+            '<hh:align horizontal="JUSTIFY" vertical="BASELINE"/>'
+            f'<hh:heading type="{kind}" idRef="0" level="{level or 0}"/></hh:paraPr>'
+        )
 
-    header = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><hh:head {ns} version="1.4" secCnt="1">'
-              '<hh:beginNum page="1" footnote="1" endnote="1" pic="1" tbl="1" equation="1"/><hh:refList>'
-              '<hh:charProperties itemCnt="3">'
-              + "".join(f'<hh:charPr id="{id_}" height="{height}" textColor="#000000" shadeColor="none"/>'
-                        for id_, height in (("0", _BODY_HEIGHT), ("1", _TITLE_HEIGHT), ("2", _BIG_HEIGHT)))
-              + '</hh:charProperties><hh:paraProperties itemCnt="3">'
-              + shape("0", None) + shape("1", 0) + shape("2", 1) + '</hh:paraProperties><hh:styles itemCnt="4">'
-              + "".join(f'<hh:style id="{id_}" type="PARA" name="{name}" engName="{english}" paraPrIDRef="{para}" '
-                        f'charPrIDRef="{char}" nextStyleIDRef="0" langID="1042" lockForm="0"/>'
-                        for id_, name, english, para, char in _HWPX_STYLES)
-              + "</hh:styles></hh:refList></hh:head>").encode()
-    parts = {"Contents/header.xml": header,
-             "Contents/section0.xml": section(0, [("title", title), *blocks])}
+    header = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><hh:head {ns} version="1.4" secCnt="1">'
+        '<hh:beginNum page="1" footnote="1" endnote="1" pic="1" tbl="1" equation="1"/><hh:refList>'
+        '<hh:charProperties itemCnt="3">'
+        + "".join(
+            f'<hh:charPr id="{id_}" height="{height}" textColor="#000000" shadeColor="none"/>'
+            for id_, height in (("0", _BODY_HEIGHT), ("1", _TITLE_HEIGHT), ("2", _BIG_HEIGHT))
+        )
+        + '</hh:charProperties><hh:paraProperties itemCnt="3">'
+        + shape("0", None)
+        + shape("1", 0)
+        + shape("2", 1)
+        + '</hh:paraProperties><hh:styles itemCnt="4">'
+        + "".join(
+            f'<hh:style id="{id_}" type="PARA" name="{name}" engName="{english}" paraPrIDRef="{para}" '
+            f'charPrIDRef="{char}" nextStyleIDRef="0" langID="1042" lockForm="0"/>'
+            for id_, name, english, para, char in _HWPX_STYLES
+        )
+        + "</hh:styles></hh:refList></hh:head>"
+    ).encode()
+    parts = {"Contents/header.xml": header, "Contents/section0.xml": section(0, [("title", title), *blocks])}
     for number, items in enumerate(sections or [], start=1):
         parts[f"Contents/section{number}.xml"] = section(number, items)
     items = "".join(f'<opf:item id="{Path(name).stem}" href="{name}" media-type="application/xml"/>' for name in parts)
@@ -301,30 +330,42 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
     parts["Contents/content.hpf"] = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><opf:package xmlns:opf="http://www.idpf.org/2007/opf/"'
         f' version="" unique-identifier="" id=""><opf:metadata><opf:title>{escape(title)}</opf:title>'
-        f'<opf:language>ko</opf:language></opf:metadata><opf:manifest>{items}</opf:manifest>'
-        f'<opf:spine>{spine}</opf:spine></opf:package>').encode()
+        f"<opf:language>ko</opf:language></opf:metadata><opf:manifest>{items}</opf:manifest>"
+        f"<opf:spine>{spine}</opf:spine></opf:package>"
+    ).encode()
     entries = ""
     if encrypted:  # as Hangul writes it: AES-256-CBC, the key from the password by PBKDF2; here random bytes
         for name in [name for name in parts if name.startswith("Contents/")]:
-            entries += (f'<odf:file-entry full-path="{name}" media-type="application/xml" size="{len(parts[name])}">'
-                        '<odf:encryption-data checksum-type="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0'
-                        '#sha256-1k" checksum=""><odf:algorithm algorithm-name="http://www.w3.org/2001/04/xmlenc'
-                        '#aes256-cbc" initialisation-vector=""/></odf:encryption-data></odf:file-entry>')
+            entries += (
+                f'<odf:file-entry full-path="{name}" media-type="application/xml" size="{len(parts[name])}">'
+                '<odf:encryption-data checksum-type="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0'
+                '#sha256-1k" checksum=""><odf:algorithm algorithm-name="http://www.w3.org/2001/04/xmlenc'
+                '#aes256-cbc" initialisation-vector=""/></odf:encryption-data></odf:file-entry>'
+            )
             parts[name] = os.urandom(len(parts[name]) // 16 * 16 + 16)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("mimetype", "application/hwp+zip", compress_type=zipfile.ZIP_STORED)  # first, stored
-        archive.writestr("version.xml", '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><hv:HCFVersion '
-                         'xmlns:hv="http://www.hancom.co.kr/hwpml/2011/version" tagetApplication="WORDPROCESSOR" '
-                         'major="5" minor="1" micro="1" buildNumber="0" xmlVersion="1.4" application="Hancom Office '
-                         'Hangul"/>')
-        archive.writestr("META-INF/container.xml", '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?>'
-                         '<ocf:container xmlns:ocf="urn:oasis:names:tc:opendocument:xmlns:container"><ocf:rootfiles>'
-                         '<ocf:rootfile full-path="Contents/content.hpf" media-type="application/hwpml-package+xml"/>'
-                         '</ocf:rootfiles></ocf:container>')
-        archive.writestr("META-INF/manifest.xml", '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?>'
-                         '<odf:manifest xmlns:odf="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
-                         f'{entries}</odf:manifest>')
+        archive.writestr(
+            "version.xml",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?><hv:HCFVersion '
+            'xmlns:hv="http://www.hancom.co.kr/hwpml/2011/version" tagetApplication="WORDPROCESSOR" '
+            'major="5" minor="1" micro="1" buildNumber="0" xmlVersion="1.4" application="Hancom Office '
+            'Hangul"/>',
+        )
+        archive.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?>'
+            '<ocf:container xmlns:ocf="urn:oasis:names:tc:opendocument:xmlns:container"><ocf:rootfiles>'
+            '<ocf:rootfile full-path="Contents/content.hpf" media-type="application/hwpml-package+xml"/>'
+            "</ocf:rootfiles></ocf:container>",
+        )
+        archive.writestr(
+            "META-INF/manifest.xml",
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes" ?>'
+            '<odf:manifest xmlns:odf="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0">'
+            f"{entries}</odf:manifest>",
+        )
         for name, content in parts.items():
             archive.writestr(name, content)
     return buffer.getvalue()

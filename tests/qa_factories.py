@@ -22,7 +22,9 @@ def qa_tokenizer():
 def tiny_model_for_tokenizer(seed: int = 0):
     """A seeded two-layer LittleBird whose vocabulary matches ``qa_tokenizer()``: for mechanics, not quality."""
     tokenizer = qa_tokenizer()
-    return tiny_qa_model(seed, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
+    return tiny_qa_model(
+        seed, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]")
+    )
 
 
 def model_answerable_at(probability: float):
@@ -47,7 +49,9 @@ def assert_linked(document) -> None:
     assert len(mapping) == len(document.model_text)
     for i in np.flatnonzero(mapping >= 0):
         model_char, shown_char = document.model_text[i], document.text[mapping[i]]
-        assert model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b", i
+        assert (
+            model_char == shown_char or (model_char.isspace() and shown_char.isspace()) or model_char in "\u2039\uff3b"
+        ), i
     mapped = mapping[mapping >= 0]
     first = np.ones(len(mapped), dtype=bool)
     first[1:] = mapped[1:] > np.maximum.accumulate(mapped)[:-1]  # past everything written so far

@@ -26,6 +26,17 @@ from littlebird.app import models, ui
 from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
 TEST_MODEL = "tiny-test-model"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @functools.lru_cache(maxsize=1)
@@ -66,7 +77,8 @@ def served_app() -> str:
 
 
 class _QuietServer(http.server.ThreadingHTTPServer):
-    """A file server that says nothing when a client hangs up mid-page, as the app does on a page over its size limit."""
+    """A file server that says nothing when a client hangs up mid-page, as the app does on a page over its size
+    limit."""
 
     def handle_error(self, request, client_address):
         if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
@@ -125,8 +137,12 @@ def watch_readings(monkeypatch, *, pause: float) -> list[WatchedReading]:
                 report(done, total)
 
         try:
-            result = read(question, text, **{**arguments, "on_window": on_window},
-                          options=replace(options, stop_confidence=None, give_up_below=None))
+            result = read(
+                question,
+                text,
+                **{**arguments, "on_window": on_window},
+                options=replace(options, stop_confidence=None, give_up_below=None),
+            )
             reading.outcome = "answered"
             return result
         except ReadingStopped:

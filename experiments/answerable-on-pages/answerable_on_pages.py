@@ -10,7 +10,8 @@ One Markdown row per checkpoint and dev file:
 - ``wrong first``: the share of questions whose most confident window lacks the answer.
 
     littlebird dev-files --data-dir ../shared/data --output-dir runs/dev --max-questions 200
-    python experiments/answerable-on-pages/answerable_on_pages.py --model assets/littlebird-qa runs/page-shaped/page_shaped/model \\
+    python experiments/answerable-on-pages/answerable_on_pages.py \\
+        --model assets/littlebird-qa runs/page-shaped/page_shaped/model \\
         --data runs/dev/dev-en-page-shaped.json runs/dev/dev-ko-page-shaped.json --threads 2
 """
 
@@ -25,8 +26,15 @@ import torch
 
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import CPU_MODES, optimize_for_cpu
-from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_STOP_CONFIDENCE, ReadingOptions, encode_text, model_device,
-                               read, window_length)
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_STOP_CONFIDENCE,
+    ReadingOptions,
+    encode_text,
+    model_device,
+    read,
+    window_length,
+)
 from littlebird.training.data import read_squad
 
 DEFAULT_THRESHOLD = DEFAULT_STOP_CONFIDENCE  # a window this sure can end a reading
@@ -45,8 +53,11 @@ class WindowConfidence:
 
     def shares(self) -> tuple[float, float, float]:
         """(wrong > T, right > T, wrong first), each a share of its whole (0 where the whole is empty)."""
-        return (self.wrong_above / max(1, self.wrong_windows), self.right_above / max(1, self.right_windows),
-                self.wrong_first / max(1, self.questions))
+        return (
+            self.wrong_above / max(1, self.wrong_windows),
+            self.right_above / max(1, self.right_windows),
+            self.wrong_first / max(1, self.questions),
+        )
 
 
 def answer_tokens(spans, start: int, end: int) -> tuple[int, int] | None:
@@ -55,8 +66,15 @@ def answer_tokens(spans, start: int, end: int) -> tuple[int, int] | None:
     return (inside[0], inside[-1]) if inside else None
 
 
-def window_confidence(model, tokenizer, articles: list[dict], *, threshold: float = DEFAULT_THRESHOLD,
-                      max_length: int | None = DEFAULT_MAX_LENGTH, max_questions: int | None = None) -> WindowConfidence:
+def window_confidence(
+    model,
+    tokenizer,
+    articles: list[dict],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
+    max_questions: int | None = None,
+) -> WindowConfidence:
     """Read every window of each question of ``articles`` (SQuAD) and count the answerable head's sure windows."""
     counts = WindowConfidence(0, 0, 0, 0, 0, 0)
     for article in articles:
@@ -70,8 +88,9 @@ def window_confidence(model, tokenizer, articles: list[dict], *, threshold: floa
                 tokens = answer_tokens(spans, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
                 if tokens is None:
                     continue
-                options = ReadingOptions(max_length=max_length, max_windows=None, stop_confidence=None,
-                                         give_up_below=None)
+                options = ReadingOptions(
+                    max_length=max_length, max_windows=None, stop_confidence=None, give_up_below=None
+                )
                 reading = read(qa["question"], context, model=model, tokenizer=tokenizer, options=options)
                 counts.questions += 1
                 best, best_holds = -1.0, False
@@ -92,12 +111,17 @@ def window_confidence(model, tokenizer, articles: list[dict], *, threshold: floa
 
 def table(rows: list[tuple[str, str, WindowConfidence]], threshold: float) -> str:
     """The Markdown table of (model, dev file, counts) rows."""
-    lines = [f"| model | data | questions | windows lacking the answer | wrong > {threshold:g} | "
-             f"windows with it | right > {threshold:g} | wrong first |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"| model | data | questions | windows lacking the answer | wrong > {threshold:g} | "
+        f"windows with it | right > {threshold:g} | wrong first |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for model, data, counts in rows:
         wrong, right, first = counts.shares()
-        lines.append(f"| {model} | {data} | {counts.questions} | {counts.wrong_windows} | {100 * wrong:.1f}% | "
-                     f"{counts.right_windows} | {100 * right:.1f}% | {100 * first:.1f}% |")
+        lines.append(
+            f"| {model} | {data} | {counts.questions} | {counts.wrong_windows} | {100 * wrong:.1f}% | "
+            f"{counts.right_windows} | {100 * right:.1f}% | {100 * first:.1f}% |"
+        )
     return "\n".join(lines)
 
 
@@ -121,9 +145,14 @@ def main(argv=None) -> str:
             model = optimize_for_cpu(model, args.cpu_mode, inplace=True)
         tokenizer = load_tokenizer(folder)
         for path in args.data:
-            counts = window_confidence(model, tokenizer, read_squad(path), threshold=args.threshold,
-                                       max_length=window_length(model, args.max_length),
-                                       max_questions=args.max_questions)
+            counts = window_confidence(
+                model,
+                tokenizer,
+                read_squad(path),
+                threshold=args.threshold,
+                max_length=window_length(model, args.max_length),
+                max_questions=args.max_questions,
+            )
             rows.append((folder, Path(path).name, counts))
             print(f"{folder} {Path(path).name}: {counts}", flush=True)
     text = table(rows, args.threshold)

@@ -26,8 +26,9 @@ from littlebird.evaluation import LENGTH_BUCKETS
 BENCH_NAMES = {"littlebird": "littlebird", "bigbird-taper": "bigbird", "longformer": "longformer"}
 
 
-def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
-                     lengths: tuple[int, ...] = (4096, 16384)) -> str:
+def comparison_table(
+    evaluations: dict[str, list[Path]], bench_rows: list[dict], lengths: tuple[int, ...] = (4096, 16384)
+) -> str:
     """One row per conversion: F1 per length bucket any of them has, then time and memory per length."""
     predictions = {name: read_predictions(paths) for name, paths in evaluations.items()}
     scores = {name: pooled_f1(rows) for name, rows in predictions.items()}
@@ -35,8 +36,12 @@ def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
     bench = {(row["model"], row["length"]): row for row in bench_rows}
     reference_name = next(iter(evaluations))
     reference = predictions[reference_name]
-    header = ([f"F1 {name} tokens" for name in buckets[:-1]] + ["F1 all", f"F1 all - {reference_name}'s (95% CI)"]
-              + [f"{n // 1024}K s" for n in lengths] + [f"{n // 1024}K MB" for n in lengths])
+    header = (
+        [f"F1 {name} tokens" for name in buckets[:-1]]
+        + ["F1 all", f"F1 all - {reference_name}'s (95% CI)"]
+        + [f"{n // 1024}K s" for n in lengths]
+        + [f"{n // 1024}K MB" for n in lengths]
+    )
     lines = ["| conversion | " + " | ".join(header) + " |", "|---" + "|---:" * len(header) + "|"]
     for name, score in scores.items():
         cells = [f"{score[b][1]:.1f} ({score[b][0]})" if b in score else "-" for b in buckets]
@@ -54,8 +59,14 @@ def comparison_table(evaluations: dict[str, list[Path]], bench_rows: list[dict],
 
 def main(argv=None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--eval", nargs="+", action="append", required=True, metavar=("NAME", "RESULT_JSON"),
-                        help="a conversion's name, then its evaluation --output files (repeat per conversion)")
+    parser.add_argument(
+        "--eval",
+        nargs="+",
+        action="append",
+        required=True,
+        metavar=("NAME", "RESULT_JSON"),
+        help="a conversion's name, then its evaluation --output files (repeat per conversion)",
+    )
     parser.add_argument("--bench", type=Path, help="bench_models.py --json output")
     parser.add_argument("--lengths", type=int, nargs="+", default=[4096, 16384])
     args = parser.parse_args(argv)

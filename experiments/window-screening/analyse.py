@@ -1,11 +1,22 @@
 """Train a window ranker on lower-layer features (train split), then simulate the cascade's answers on dev files."""
-import math, sys
-import numpy as np, torch
-from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import (WindowLogits, decode, encode_text, impossible_as_minus_infinity, stop_reason,
-                               DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW)
+
+import sys
+
+import numpy as np
+import torch
+
 from littlebird.answer_text import tidy_answer_span
+from littlebird.checkpoint import load_tokenizer
 from littlebird.evaluation import best_scores, metric_language
+from littlebird.reader import (
+    DEFAULT_GIVE_UP_BELOW,
+    DEFAULT_STOP_CONFIDENCE,
+    WindowLogits,
+    decode,
+    encode_text,
+    impossible_as_minus_infinity,
+    stop_reason,
+)
 from littlebird.training.data import read_squad
 
 LAYER_INDEX = {2: 0, 3: 1, 4: 2}
@@ -21,35 +32,47 @@ def features(row, layer):
 
 def train_ranker(rows, layer, hidden=256, epochs=60, seed=0, wd=1e-4):
     torch.manual_seed(seed)
-    data = [(torch.tensor(features(r, layer)), torch.tensor(r["gold"], dtype=torch.float32)) for r in rows if r["gold"].any()]
-    allx = torch.cat([x for x, _ in data]); mu, sd = allx.mean(0), allx.std(0) + 1e-4
+    data = [
+        (torch.tensor(features(r, layer)), torch.tensor(r["gold"], dtype=torch.float32))
+        for r in rows
+        if r["gold"].any()
+    ]
+    allx = torch.cat([x for x, _ in data])
+    mu, sd = allx.mean(0), allx.std(0) + 1e-4
     net = torch.nn.Sequential(torch.nn.Linear(allx.shape[1], hidden), torch.nn.GELU(), torch.nn.Linear(hidden, 1))
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=wd)
     for epoch in range(epochs):
         perm = torch.randperm(len(data))
         for i in range(0, len(data), 32):
             loss = 0
-            for j in perm[i:i + 32]:
+            for j in perm[i : i + 32]:
                 x, g = data[j]
                 s = net((x - mu) / sd).squeeze(-1)
                 loss = loss - (torch.logsumexp(s.masked_fill(g == 0, -1e9), 0) - torch.logsumexp(s, 0))
-            opt.zero_grad(); (loss / 32).backward(); opt.step()
+            opt.zero_grad()
+            (loss / 32).backward()
+            opt.step()
     net.eval()
     return lambda row: net((torch.tensor(features(row, layer)) - mu) / sd).squeeze(-1).detach().numpy()
 
 
 def logits_of(row, idx):
     idx = list(idx)
-    return WindowLogits(row["top_start_indices"][idx], impossible_as_minus_infinity(row["top_start_logits"][idx]),
-                        impossible_as_minus_infinity(row["top_end_logits"][idx]), row["answerable"][idx],
-                        row["normalizers"][idx])
+    return WindowLogits(
+        row["top_start_indices"][idx],
+        impossible_as_minus_infinity(row["top_start_logits"][idx]),
+        impossible_as_minus_infinity(row["top_end_logits"][idx]),
+        row["answerable"][idx],
+        row["normalizers"][idx],
+    )
 
 
 def answer(row, idx, text, spans):
     """The reader's best answer from the collected windows ``idx``, decoded as the reader decodes."""
     idx = list(idx)
-    answers = decode(logits_of(row, idx), spans, row["prefix"], [row["starts"][i] for i in idx], text,
-                     tidy=tidy_answer_span).answers
+    answers = decode(
+        logits_of(row, idx), spans, row["prefix"], [row["starts"][i] for i in idx], text, tidy=tidy_answer_span
+    ).answers
     return answers[0].text if answers else ""
 
 
@@ -66,6 +89,7 @@ def dev_questions(model_dir, name):
     (row, token ids of its context), each context tokenized once."""
     from littlebird.checkpoint import load_qa_model
     from littlebird.inference import optimize_for_cpu
+
     model = optimize_for_cpu(load_qa_model(model_dir), "auto", inplace=True)
     tokenizer = load_tokenizer(model_dir)
     ctx, enc = contexts(f"runs/dev/dev-{name}.json"), {}
@@ -76,6 +100,7 @@ def dev_questions(model_dir, name):
             if text not in enc:
                 enc[text] = encode_text(text, tokenizer).input_ids
             yield row, enc[text]
+
     return model, tokenizer, rows()
 
 
@@ -97,7 +122,8 @@ def cascade_read(row, score, layer, budget=48):
 
 
 def bootstrap(d, n=2000, seed=0):
-    rng = np.random.default_rng(seed); d = np.asarray(d)
+    rng = np.random.default_rng(seed)
+    d = np.asarray(d)
     means = [d[rng.integers(0, len(d), len(d))].mean() for _ in range(n)]
     return np.percentile(means, [2.5, 97.5])
 
@@ -115,15 +141,23 @@ if __name__ == "__main__":
         rows = torch.load(f"{c}/f-dev-{name}.pt", weights_only=False)
         ctx = contexts(f"runs/dev/dev-{name}.json")
         enc = {}
-        f1 = {k: [] for k in ["shipped", "bm25"] + [f"L{L}" for L in layers] + [f"L{L}b36" for L in layers] + ["oracle"]
-              + [f"max{k}" for k in (2, 3, 4, 5, 6)] + [f"top{k}" for k in (1, 2, 3, 4)]}
+        f1 = {
+            k: []
+            for k in ["shipped", "bm25"]
+            + [f"L{L}" for L in layers]
+            + [f"L{L}b36" for L in layers]
+            + ["oracle"]
+            + [f"max{k}" for k in (2, 3, 4, 5, 6)]
+            + [f"top{k}" for k in (1, 2, 3, 4)]
+        }
         top1 = {k: [] for k in ["bm25", "answerable"] + [f"L{L}" for L in layers]}
         cost = {k: [] for k in f1}
         for row in rows:
             text = ctx[row["id"]]
             if text not in enc:
                 enc[text] = encode_text(text, tok).spans
-            spans = enc[text]; lang = metric_language(row["question"])
+            spans = enc[text]
+            lang = metric_language(row["question"])
             m = len(row["starts"])
             choices = {"shipped": shipped_read(row), "bm25": cascade_read(row, -np.arange(m, dtype=float), 0)}
             scores = {L: rankers[L](row) for L in layers}
@@ -144,10 +178,19 @@ if __name__ == "__main__":
                 for L in layers:
                     top1[f"L{L}"].append(bool(row["gold"][int(np.argmax(scores[L]))]))
         base = np.array(f1["shipped"])
-        print(f"\n{name}: {len(rows)} multi-window questions, {np.mean([len(r['starts']) for r in rows]):.1f} windows ranked, "
-              f"shipped reads {np.mean(cost['shipped']):.2f}")
+        print(
+            f"\n{name}: {len(rows)} multi-window questions, "
+            f"{np.mean([len(r['starts']) for r in rows]):.1f} windows ranked, "
+            f"shipped reads {np.mean(cost['shipped']):.2f}"
+        )
         for k, v in f1.items():
             d = np.array(v) - base
             lo, hi = bootstrap(d)
-            print(f"  {k:10s} reads {np.mean(cost[k]):4.2f} F1 {100 * np.mean(v):5.1f}  vs shipped {100 * d.mean():+5.1f} ({100 * lo:+.1f}, {100 * hi:+.1f})")
-        print("  top-1 gold (of questions with a gold window in the ten):", {k: f"{100 * np.mean(v):.1f}" for k, v in top1.items()})
+            print(
+                f"  {k:10s} reads {np.mean(cost[k]):4.2f} F1 {100 * np.mean(v):5.1f}  "
+                f"vs shipped {100 * d.mean():+5.1f} ({100 * lo:+.1f}, {100 * hi:+.1f})"
+            )
+        print(
+            "  top-1 gold (of questions with a gold window in the ten):",
+            {k: f"{100 * np.mean(v):.1f}" for k, v in top1.items()},
+        )

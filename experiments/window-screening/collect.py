@@ -1,11 +1,27 @@
 """Per question of a SQuAD file: the reader's ten best-ranked windows read in full, with pooled hidden states of the
 lower layers and the final QA outputs, so a cascade's choices can be simulated offline."""
-import sys, time
-import numpy as np, torch
+
+import sys
+import time
+
+import numpy as np
+import torch
+
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import optimize_for_cpu
-from littlebird.reader import (special_ids, encode_text, tokenize_questions, question_prefix, window_capacity,
-                               default_stride, window_starts, first_pass, question_cap, build_windows, DEFAULT_MAX_LENGTH)
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    build_windows,
+    default_stride,
+    encode_text,
+    first_pass,
+    question_cap,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+    window_capacity,
+    window_starts,
+)
 from littlebird.training.data import read_squad
 
 LAYERS = (2, 3, 4)
@@ -24,6 +40,8 @@ def lower_layers(model, input_ids, mask, upto):
         x, p, _ = layer(x, p, geometry, False)
         hs.append(x[:, :n])
     return hs
+
+
 torch.set_num_threads(2)
 model = optimize_for_cpu(load_qa_model("assets/littlebird-qa"), "auto", inplace=True)
 tokenizer = load_tokenizer("assets/littlebird-qa")
@@ -41,7 +59,9 @@ for article in read_squad(path):
             n_tokens = len(encoded.input_ids)
             capacity = window_capacity(n_tokens, len(prefix), DEFAULT_MAX_LENGTH)
             every = window_starts(n_tokens, capacity, default_stride(DEFAULT_MAX_LENGTH))
-            ranked, lexical = first_pass(q_ids[: question_cap(DEFAULT_MAX_LENGTH)], encoded.input_ids, every, capacity, tokenizer)
+            ranked, lexical = first_pass(
+                q_ids[: question_cap(DEFAULT_MAX_LENGTH)], encoded.input_ids, every, capacity, tokenizer
+            )
             order = ranked[:10]
             if len(order) < 2:
                 continue
@@ -49,16 +69,22 @@ for article in read_squad(path):
             input_ids, mask = build_windows(prefix, encoded.input_ids, starts, capacity, ids.pad)
             with torch.inference_mode():
                 if full:
-                    out = model(input_ids=input_ids, attention_mask=mask, top_k_starts=10, max_answer_length=30,
-                                output_hidden_states=True)
+                    out = model(
+                        input_ids=input_ids,
+                        attention_mask=mask,
+                        top_k_starts=10,
+                        max_answer_length=30,
+                        output_hidden_states=True,
+                    )
                     hidden_states = out.hidden_states
                 else:
                     out, hidden_states = None, lower_layers(model, input_ids, mask, max(LAYERS))
             P = len(prefix)
-            doc = mask.clone().bool(); doc[:, :P] = False
+            doc = mask.clone().bool()
+            doc[:, :P] = False
             feats = []
-            for l in LAYERS:
-                h = hidden_states[l].float()
+            for layer in LAYERS:
+                h = hidden_states[layer].float()
                 cls = h[:, 0]
                 m = doc.unsqueeze(-1)
                 mean = (h * m).sum(1) / m.sum(1)
@@ -75,15 +101,26 @@ for article in read_squad(path):
                     continue
                 t0, t1 = inside[0], inside[-1]
                 gold |= np.array([st <= t0 and t1 < st + capacity for st in starts])
-            row = dict(id=qa["id"], question=qa["question"], answers=[a["text"] for a in qa["answers"]],
-                       starts=starts, n_windows=len(every), prefix=P, capacity=capacity, gold=gold,
-                       lexical=None if lexical is None else lexical[order], feats=feats)
+            row = dict(
+                id=qa["id"],
+                question=qa["question"],
+                answers=[a["text"] for a in qa["answers"]],
+                starts=starts,
+                n_windows=len(every),
+                prefix=P,
+                capacity=capacity,
+                gold=gold,
+                lexical=None if lexical is None else lexical[order],
+                feats=feats,
+            )
             if full:
-                row.update(top_start_indices=out.top_start_indices.numpy(),
-                           top_start_logits=out.top_start_logits.float().numpy(),
-                           top_end_logits=out.top_end_logits.float().numpy(),
-                           answerable=out.answerable_logits.float().numpy(),
-                           normalizers=torch.logsumexp(out.start_logits.float(), -1).numpy())
+                row.update(
+                    top_start_indices=out.top_start_indices.numpy(),
+                    top_start_logits=out.top_start_logits.float().numpy(),
+                    top_end_logits=out.top_end_logits.float().numpy(),
+                    answerable=out.answerable_logits.float().numpy(),
+                    normalizers=torch.logsumexp(out.start_logits.float(), -1).numpy(),
+                )
             rows.append(row)
             if len(rows) % 20 == 0:
                 print(f"{len(rows)} questions, {time.time() - started:.0f} s", flush=True)

@@ -1,23 +1,39 @@
 """The full model's answerable logit on a short glimpse of each of the ten windows: G tokens around the window's best
 BM25 chunk. A ranker to simulate: the full model then reads only the best-glimpsed window(s) in full."""
-import sys, time
-import numpy as np, torch
+
+import sys
+import time
+
+import numpy as np
+import torch
+
 sys.path.insert(0, "experiments/window-screening")
 from analyse import dev_questions
-from littlebird.reader import (special_ids, tokenize_questions, question_prefix, build_windows,
-                               DEFAULT_MAX_LENGTH, question_cap)
-from littlebird.window_ranking import term_table, chunk_scores, CHUNK_TOKENS
+
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    build_windows,
+    question_cap,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+)
+from littlebird.window_ranking import CHUNK_TOKENS, chunk_scores, term_table
 
 name, out_path = sys.argv[1], sys.argv[2]
 sizes = [int(x) for x in sys.argv[3].split(",")]
 torch.set_num_threads(2)
 model, tok, rows = dev_questions("assets/littlebird-qa", name)
-ids = special_ids(tok, model); table = term_table(tok)
+ids = special_ids(tok, model)
+table = term_table(tok)
 out, started = {}, time.time()
 for row, doc in rows:
     q_ids = tokenize_questions([row["question"]], tok)[0]
     prefix = question_prefix(q_ids, ids, DEFAULT_MAX_LENGTH)
-    scores = chunk_scores(table[np.asarray(q_ids[: question_cap(DEFAULT_MAX_LENGTH)], dtype=np.int64)], table[np.asarray(doc, dtype=np.int64)])
+    scores = chunk_scores(
+        table[np.asarray(q_ids[: question_cap(DEFAULT_MAX_LENGTH)], dtype=np.int64)],
+        table[np.asarray(doc, dtype=np.int64)],
+    )
     res = {}
     for G in sizes:
         cap = G - len(prefix)

@@ -1,13 +1,30 @@
 """Per question of a SQuAD file: its ten best-ranked windows (BM25), which hold a gold answer, their BM25 scores and
 the answerable logits of their glimpses as the reader computes them (littlebird.reader.glimpse_logits), without
 reading any window in full: the data a choice among glimpsed windows is fitted on (fit_choice.py)."""
-import sys, time
-import numpy as np, torch
+
+import sys
+import time
+
+import numpy as np
+import torch
+
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.inference import optimize_for_cpu
-from littlebird.reader import (special_ids, encode_text, tokenize_questions, question_prefix, window_capacity,
-                               default_stride, window_starts, first_pass, question_cap, glimpse_logits,
-                               DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, GLIMPSE_TOKENS)
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_MAX_WINDOWS,
+    GLIMPSE_TOKENS,
+    default_stride,
+    encode_text,
+    first_pass,
+    glimpse_logits,
+    question_cap,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+    window_capacity,
+    window_starts,
+)
 from littlebird.training.data import read_squad
 
 path, out_path = sys.argv[1], sys.argv[2]
@@ -28,15 +45,25 @@ for article in read_squad(path):
             n_tokens = len(encoded.input_ids)
             capacity = window_capacity(n_tokens, len(prefix), DEFAULT_MAX_LENGTH)
             every = window_starts(n_tokens, capacity, default_stride(DEFAULT_MAX_LENGTH))
-            ranked, lexical = first_pass(q_ids[: question_cap(DEFAULT_MAX_LENGTH)], encoded.input_ids, every, capacity,
-                                         tokenizer)
+            ranked, lexical = first_pass(
+                q_ids[: question_cap(DEFAULT_MAX_LENGTH)], encoded.input_ids, every, capacity, tokenizer
+            )
             order = ranked[:DEFAULT_MAX_WINDOWS]
             if len(order) < 2:
                 continue
             starts = [every[i] for i in order]
             with torch.inference_mode():
-                glimpses = glimpse_logits(model, tokenizer, ids, prefix, q_ids[: question_cap(DEFAULT_MAX_LENGTH)],
-                                          encoded.input_ids, starts, capacity, GLIMPSE_TOKENS)
+                glimpses = glimpse_logits(
+                    model,
+                    tokenizer,
+                    ids,
+                    prefix,
+                    q_ids[: question_cap(DEFAULT_MAX_LENGTH)],
+                    encoded.input_ids,
+                    starts,
+                    capacity,
+                    GLIMPSE_TOKENS,
+                )
             spans, gold = encoded.spans, np.zeros(len(starts), bool)
             for a in qa["answers"]:
                 s, e = a["answer_start"], a["answer_start"] + len(a["text"])

@@ -4,12 +4,24 @@ choice scores read in full, at most K, under the shipped stop rule, against the 
 
     python experiments/window-screening/sim_choice.py en-article,ko-article,ko-long [w1,w2,...]
 """
-import sys; sys.path.insert(0, "experiments/window-screening")
-import numpy as np, torch
-from analyse import answer, shipped_read, contexts, bootstrap, logits_of
+
+import sys
+
+sys.path.insert(0, "experiments/window-screening")
+import numpy as np
+import torch
+from analyse import answer, bootstrap, contexts, logits_of, shipped_read
+
 from littlebird.checkpoint import load_tokenizer
-from littlebird.reader import encode_text, stop_reason, GLIMPSE_ABOVE, MIN_WINDOWS_BEFORE_STOP, DEFAULT_STOP_CONFIDENCE, DEFAULT_GIVE_UP_BELOW
 from littlebird.evaluation import best_scores, metric_language
+from littlebird.reader import (
+    DEFAULT_GIVE_UP_BELOW,
+    DEFAULT_STOP_CONFIDENCE,
+    GLIMPSE_ABOVE,
+    MIN_WINDOWS_BEFORE_STOP,
+    encode_text,
+    stop_reason,
+)
 from littlebird.window_ranking import glimpse_choice
 
 weights = None if len(sys.argv) < 3 else [float(x) for x in sys.argv[2].split(",")]
@@ -25,7 +37,9 @@ for name in sys.argv[1].split(","):
         m = len(row["starts"])
         order = list(range(m))
         if m > GLIMPSE_ABOVE:
-            s = glimpse_choice(glimpses[row["id"]][128], row["lexical"] / max(float(np.max(row["lexical"])), 1e-9), weights)
+            s = glimpse_choice(
+                glimpses[row["id"]][128], row["lexical"] / max(float(np.max(row["lexical"])), 1e-9), weights
+            )
             order = [int(i) for i in np.argsort(-s, kind="stable")]
             if row["gold"].any():
                 first.append(row["gold"][order[0]])
@@ -38,12 +52,18 @@ for name in sys.argv[1].split(","):
                 read.append(nxt)
             choices[f"keep {K}"] = shipped_read(row) if m <= GLIMPSE_ABOVE else read
         for k, idx in choices.items():
-            f1.setdefault(k, []).append(best_scores(answer(row, idx, text, enc[text]), row["answers"],
-                                                    metric_language(row["question"]))[1])
+            f1.setdefault(k, []).append(
+                best_scores(answer(row, idx, text, enc[text]), row["answers"], metric_language(row["question"]))[1]
+            )
             reads.setdefault(k, []).append(len(idx))
     base = np.array(f1["shipped"])
-    print(f"{name}: {len(rows)} questions; gold window chosen first {100 * np.mean(first):.1f}% of {len(first)} glimpsed")
+    print(
+        f"{name}: {len(rows)} questions; gold window chosen first {100 * np.mean(first):.1f}% of {len(first)} glimpsed"
+    )
     for k, v in f1.items():
-        d = np.array(v) - base; lo, hi = bootstrap(d)
-        print(f"  {k:8s} full reads {np.mean(reads[k]):4.2f} F1 {100 * np.mean(v):5.1f} vs shipped {100 * d.mean():+5.1f} "
-              f"({100 * lo:+.1f}, {100 * hi:+.1f})")
+        d = np.array(v) - base
+        lo, hi = bootstrap(d)
+        print(
+            f"  {k:8s} full reads {np.mean(reads[k]):4.2f} F1 {100 * np.mean(v):5.1f} "
+            f"vs shipped {100 * d.mean():+5.1f} ({100 * lo:+.1f}, {100 * hi:+.1f})"
+        )

@@ -16,14 +16,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from littlebird.documents.clean import Document
-from littlebird.documents.sources import Report, read_document, silent
-from littlebird.documents.fetch import looks_like_address
-from littlebird.documents.limits import Limits
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import answer_question
 from littlebird.command_options import sliders
+from littlebird.documents.clean import Document
+from littlebird.documents.fetch import looks_like_address
+from littlebird.documents.limits import Limits
+from littlebird.documents.sources import Report, read_document, silent
 from littlebird.reader import DEFAULT_READING, Reading, ReadingOptions
 
 
@@ -59,8 +59,13 @@ def gpu_task(fn: Callable) -> Callable:
 
 @gpu_task
 def run_qa(
-    document: Document, question: str, loaded: LoadedModel, settings: Settings, limits: Limits | None = None,
-    on_window: Callable[[int, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
+    document: Document,
+    question: str,
+    loaded: LoadedModel,
+    settings: Settings,
+    limits: Limits | None = None,
+    on_window: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
     on_pass: Callable[[str], None] | None = None,
 ) -> Reading:
     """``answer_question`` with the UI's settings within ``limits`` (default: from the environment).
@@ -72,9 +77,17 @@ def run_qa(
     ZeroGPU this runs in a worker process whose result is sent back to the app.
     """
     limits = Limits.from_environment() if limits is None else limits
-    return answer_question(document, question, model=loaded.model, tokenizer=loaded.tokenizer,
-                           options=replace(settings.reading, time_budget=limits.question_seconds),
-                           max_tokens=limits.max_tokens, on_window=on_window, should_stop=should_stop, on_pass=on_pass)
+    return answer_question(
+        document,
+        question,
+        model=loaded.model,
+        tokenizer=loaded.tokenizer,
+        options=replace(settings.reading, time_budget=limits.question_seconds),
+        max_tokens=limits.max_tokens,
+        on_window=on_window,
+        should_stop=should_stop,
+        on_pass=on_pass,
+    )
 
 
 @dataclass
@@ -117,8 +130,9 @@ def ask(
     ZeroGPU the reading runs in another process, which no hook here reaches, and ``observe`` is not used.
     """
     limits = Limits.from_environment()
-    document = read_document(source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report,
-                             limits=limits)
+    document = read_document(
+        source, pasted=pasted, url=url, upload=upload, allow_local=allow_local, report=report, limits=limits
+    )
     report(0.25, "Loading the model")
     loaded = load_model(settings.checkpoint)
     running = f"Running the model on {loaded.device}"
@@ -127,7 +141,9 @@ def ask(
     def on_window(done: int, total: int) -> None:
         report(0.3 + 0.65 * done / total, f"{running}: window {done} of {total} read")
 
-    callbacks = {} if _ON_ZERO_GPU else {"on_window": on_window, "should_stop": should_stop}  # none reach ZeroGPU's worker
+    callbacks = (
+        {} if _ON_ZERO_GPU else {"on_window": on_window, "should_stop": should_stop}
+    )  # none reach ZeroGPU's worker
     # On ZeroGPU the reading runs in another process, whose layers no hook here reaches.
     observing = contextlib.nullcontext() if observe is None or _ON_ZERO_GPU else observe(loaded.model)
     with observing as on_pass:
@@ -145,8 +161,13 @@ def ask(
 
 
 def answer_document(
-    document: str, question: str, *, checkpoint: str | None = None, reading: ReadingOptions = DEFAULT_READING,
-    allow_local: bool = False, should_stop: Callable[[], bool] | None = None,
+    document: str,
+    question: str,
+    *,
+    checkpoint: str | None = None,
+    reading: ReadingOptions = DEFAULT_READING,
+    allow_local: bool = False,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict:
     """What the /answer endpoint returns: ``document`` is text, HTML or an http(s) address.
 
@@ -159,6 +180,13 @@ def answer_document(
     """
     source = "url" if looks_like_address(document) else "paste"
     settings = Settings(checkpoint=checkpoint, reading=reading)
-    view = ask(source, question, settings, pasted=document, url=(document or "").strip(), allow_local=allow_local,
-               should_stop=should_stop)
+    view = ask(
+        source,
+        question,
+        settings,
+        pasted=document,
+        url=(document or "").strip(),
+        allow_local=allow_local,
+        should_stop=should_stop,
+    )
     return api_payload(view.reading, view.document, view.device)

@@ -137,9 +137,14 @@ def _prepare(checkpoint: str, model: Any, tokenizer: Any, warning: str | None, *
     else:
         model = model.to(device=device, dtype=dtype).eval()
     return LoadedModel(
-        model=model, tokenizer=tokenizer, checkpoint=checkpoint, device=str(device),
-        dtype=dtype_label, warning=warning, slopes=bialibi_slopes(model),
-    )  # fmt: skip
+        model=model,
+        tokenizer=tokenizer,
+        checkpoint=checkpoint,
+        device=str(device),
+        dtype=dtype_label,
+        warning=warning,
+        slopes=bialibi_slopes(model),
+    )
 
 
 def bialibi_slopes(model: Any) -> dict[str, np.ndarray]:
@@ -170,7 +175,9 @@ def _load_uncached(checkpoint: str) -> tuple[Any, Any, str | None]:
         try:
             return load_qa_model(checkpoint), checkpoint_tokenizer(checkpoint), None
         except (OSError, ValueError) as error:
-            raise CheckpointError(f"The checkpoint {checkpoint!r} could not be loaded from the Hugging Face Hub ({error}).") from None
+            raise CheckpointError(
+                f"The checkpoint {checkpoint!r} could not be loaded from the Hugging Face Hub ({error})."
+            ) from None
     raise CheckpointError(
         f"There is no checkpoint at {checkpoint!r}: give a directory with config.json (and the weights), "
         "or a Hugging Face Hub id such as owner/name."
@@ -184,8 +191,10 @@ def _explorer_note(model: Any) -> str | None:
     if not isinstance(model, BaselineQAAdapter):
         return None
     name = {"big_bird": "BigBird (TAPER)", "longformer": "Longformer"}[model.config.model_type]
-    return (f"The attention explorer shows LittleBird's pack & unpack attention and BiALiBi; this {name} baseline "
-            "has neither, so the explorer is off for it. Its answers and timings are shown as usual.")
+    return (
+        f"The attention explorer shows LittleBird's pack & unpack attention and BiALiBi; this {name} baseline "
+        "has neither, so the explorer is off for it. Its answers and timings are shown as usual."
+    )
 
 
 def checkpoint_tokenizer(checkpoint: str) -> Any:
@@ -217,10 +226,16 @@ def random_model(seed: int = 0) -> tuple[Any, Any]:
 
     tokenizer = build_tokenizer()
     config = LittleBirdConfig(
-        vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-        question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"), pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(seed)
     return LittleBirdForQuestionAnswering(config).eval(), tokenizer
 

@@ -12,11 +12,11 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+from littlebird.app.models import LoadedModel
 from littlebird.documents.clean import Document, page_at
 from littlebird.documents.page_image import answer_crop
-from littlebird.app.models import LoadedModel
-from littlebird.reader import Reading
 from littlebird.language import detect_language
+from littlebird.reader import Reading
 
 N_BEST_HEADERS = ["#", "answer", "probability", "score", "characters"]  # the n-best table's columns
 
@@ -47,7 +47,10 @@ def answer_card(result: Reading, document: Document | None = None) -> str:
         )
         if document is not None:
             head += scan_figure(answer_crop(document, best.start, best.end), page)
-    return f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}{n_best_table(n_best_rows(result))}</div>'
+    return (
+        f'<div class="lb-card"><div class="lb-label">Answer</div>{head}{message}'
+        f"{n_best_table(n_best_rows(result))}</div>"
+    )
 
 
 def scan_figure(png: bytes | None, page: int | None) -> str:
@@ -76,7 +79,8 @@ def n_best_table(rows: list[list[Any]]) -> str:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in N_BEST_HEADERS)
     body = "".join(
-        f'<tr><td>{rank}</td><td class="lb-text">{html.escape(text)}</td><td>{p:.0%}</td><td>{score:.2f}</td><td>{span}</td></tr>'
+        f'<tr><td>{rank}</td><td class="lb-text">{html.escape(text)}</td>'
+        f"<td>{p:.0%}</td><td>{score:.2f}</td><td>{span}</td></tr>"
         for rank, text, p, score, span in rows
     )
     return f'<table class="lb-nbest"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -88,8 +92,14 @@ def highlight_document(text: str, result: Reading | None, page_starts: Sequence[
     return highlight_answers(text, answers, no_answer=result is not None and result.no_answer, page_starts=page_starts)
 
 
-def highlight_answers(text: str, answers: Sequence[Any], *, no_answer: bool = False,
-                      tints: Sequence[tuple[int, int, str]] = (), page_starts: Sequence[int] = ()) -> str:
+def highlight_answers(
+    text: str,
+    answers: Sequence[Any],
+    *,
+    no_answer: bool = False,
+    tints: Sequence[tuple[int, int, str]] = (),
+    page_starts: Sequence[int] = (),
+) -> str:
     """``text`` as escaped HTML with the best of ``answers`` (n-best, best first) marked, weakly when
     ``no_answer``, and the others lighter; each ``tints`` span (start, end, note) is tinted by its place in
     the list (``lb-tint-1`` the strongest), with ``note`` as its hover text. Where each of ``page_starts``
@@ -121,14 +131,17 @@ def highlight_answers(text: str, answers: Sequence[Any], *, no_answer: bool = Fa
             chunk = f'<mark class="{css}"{anchor} title="{tip}">{chunk}</mark>'
         tinted = next((i for i, (first, last, _) in enumerate(tints) if first <= start and end <= last), None)
         if tinted is not None:
-            chunk = f'<span class="lb-tint lb-tint-{tinted + 1}" title="{html.escape(tints[tinted][2], quote=True)}">{chunk}</span>'
+            chunk = (
+                f'<span class="lb-tint lb-tint-{tinted + 1}" '
+                f'title="{html.escape(tints[tinted][2], quote=True)}">{chunk}</span>'
+            )
         pieces.append(chunk)
     pieces.extend(f'<span class="lb-page" data-page="{page}"></span>' for page in breaks.get(len(text), ()) if text)
     return f'<div class="lb-doc" lang="{_lang(text)}">{"".join(pieces)}</div>'
 
 
 def _lang(text: str) -> str:
-    """"ko" when the start of ``text`` reads as Korean or mixed, else "en": for fonts and line breaking."""
+    """ "ko" when the start of ``text`` reads as Korean or mixed, else "en": for fonts and line breaking."""
     return "ko" if detect_language(text[:2000]) in ("ko", "mixed") else "en"
 
 
@@ -144,8 +157,14 @@ def stats_line(result: Reading, loaded: LoadedModel) -> str:
 def api_payload(result: Reading, document: Document, device: str) -> dict:
     """The JSON the /answer endpoint returns for ``result``, read on ``device``."""
     n_best = [
-        {"answer": a.text, "score": round(a.score, 4), "probability": round(a.probability, 4), "start": a.start,
-         "end": a.end, "page": document.page_of(a.start)}
+        {
+            "answer": a.text,
+            "score": round(a.score, 4),
+            "probability": round(a.probability, 4),
+            "start": a.start,
+            "end": a.end,
+            "page": document.page_of(a.start),
+        }
         for a in result.answers
     ]
     best = n_best[0] if n_best and not result.no_answer else None

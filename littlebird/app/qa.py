@@ -9,9 +9,9 @@ for the user when there is no clear answer. :func:`answer_question` gives the an
 from dataclasses import replace
 from typing import Callable
 
+from littlebird.answer_text import tidy_answer_span
 from littlebird.documents.clean import Document
 from littlebird.documents.limits import check_tokens
-from littlebird.answer_text import tidy_answer_span
 from littlebird.language import detect_language
 from littlebird.reader import DEFAULT_READING, Answer, Reading, ReadingOptions, encode_text, read
 
@@ -24,18 +24,28 @@ def _message(reading: Reading, document: Document, question_language: str) -> st
     if not reading.answers:
         message = "No answer to this question was found in the text."
     elif reading.no_answer:
-        message = (f"The text may not answer this question (the model is {reading.answerable_probability:.0%} sure "
-                   f"it does); its best guesses are listed anyway.")
+        message = (
+            f"The text may not answer this question (the model is {reading.answerable_probability:.0%} sure "
+            f"it does); its best guesses are listed anyway."
+        )
     if document.language == "unknown" or question_language == "unknown":
         note = "The language was not recognised; answers may be unreliable (the model reads Korean and English)."
         message = f"{message} {note}" if message else note
     return message
 
 
-def answer_question(document: Document, question: str, *, model, tokenizer, options: ReadingOptions = DEFAULT_READING,
-                    max_tokens: int | None = None, on_window: Callable[[int, int], None] | None = None,
-                    should_stop: Callable[[], bool] | None = None,
-                    on_pass: Callable[[str], None] | None = None) -> Reading:
+def answer_question(
+    document: Document,
+    question: str,
+    *,
+    model,
+    tokenizer,
+    options: ReadingOptions = DEFAULT_READING,
+    max_tokens: int | None = None,
+    on_window: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_pass: Callable[[str], None] | None = None,
+) -> Reading:
     """Answer ``question`` from ``document`` with an extractive QA model (LittleBird, teacher or baseline).
 
     Returns the reader's :class:`~littlebird.reader.Reading`, with up to ``options.n_best`` answers as spans of
@@ -58,9 +68,19 @@ def answer_question(document: Document, question: str, *, model, tokenizer, opti
     if max_tokens is not None:  # tokenized once: the reader finds these tokens in its cache
         encoded = encode_text(document.model_text, tokenizer, text=document.text, model_to_text=document.model_to_text)
         check_tokens(len(encoded.input_ids), max_tokens)
-    reading = read(question, document.text, model=model, tokenizer=tokenizer, options=options,
-                   model_text=document.model_text, model_to_text=document.model_to_text, tidy=tidy_answer_span,
-                   on_window=on_window, should_stop=should_stop, on_pass=on_pass)
+    reading = read(
+        question,
+        document.text,
+        model=model,
+        tokenizer=tokenizer,
+        options=options,
+        model_text=document.model_text,
+        model_to_text=document.model_to_text,
+        tidy=tidy_answer_span,
+        on_window=on_window,
+        should_stop=should_stop,
+        on_pass=on_pass,
+    )
     if reading.n_windows == 0:
         note = "The document has no text to search."
     else:

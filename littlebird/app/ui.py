@@ -30,8 +30,17 @@ from littlebird.app.explorer.capture import ReadingInputs
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
 from littlebird.app.explorer.export import export_view
 from littlebird.app.explorer.head_metrics import METRICS
-from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure, explore, explorer_plots,
-                                           reading_map_figure, rollout_document, rollout_figure, slopes_figure)
+from littlebird.app.explorer.plots import (
+    atlas_cell,
+    atlas_cells,
+    atlas_figure,
+    explore,
+    explorer_plots,
+    reading_map_figure,
+    rollout_document,
+    rollout_figure,
+    slopes_figure,
+)
 from littlebird.app.explorer.target import Aim, AnswerChoice, ExplorerTarget, WindowChoice
 from littlebird.app.explorer.token_figure import token_message
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
@@ -67,12 +76,14 @@ _ANSWER_CSS = """
 .lb-answer.lb-none { color: #b45309; }
 .lb-meta, .lb-note { font-size: 13px; color: var(--body-text-color-subdued); margin: 4px 0 0; }
 .lb-nbest { width: 100%; margin-top: 10px; border-collapse: collapse; font-size: 13px; }
-.lb-nbest th { text-align: left; font-weight: 600; color: var(--body-text-color-subdued); border-bottom: 1px solid var(--border-color-primary); }
+.lb-nbest th { text-align: left; font-weight: 600; color: var(--body-text-color-subdued);
+          border-bottom: 1px solid var(--border-color-primary); }
 .lb-nbest td, .lb-nbest th { padding: 3px 6px; vertical-align: top; }
 .lb-nbest tr:first-child td { font-weight: 600; }
 .lb-nbest .lb-text { word-break: keep-all; overflow-wrap: anywhere; }
 .lb-scan { margin: 10px 0 0; }
-.lb-scan img { display: block; max-width: 100%; height: auto; border: 1px solid var(--border-color-primary); border-radius: 4px; }
+.lb-scan img { display: block; max-width: 100%; height: auto; border: 1px solid var(--border-color-primary);
+          border-radius: 4px; }
 .lb-scan figcaption { font-size: 12px; color: var(--body-text-color-subdued); margin-top: 2px; }
 """
 
@@ -89,13 +100,17 @@ scrollToAnswer();
 """
 
 _EMPTY_DOCUMENT = '<div class="lb-empty">The document appears here, with the answer highlighted.</div>'
-_EMPTY_ANSWER = '<div class="lb-card"><div class="lb-label">Answer</div><div class="lb-meta">Ask a question to see the answer.</div></div>'
-
+_EMPTY_ANSWER = (
+    '<div class="lb-card"><div class="lb-label">Answer</div>'
+    '<div class="lb-meta">Ask a question to see the answer.</div></div>'
+)
 
 
 def intro(limits: Limits, reading: ReadingOptions = DEFAULT_READING) -> str:
     """The page's header: what the app does, with the numbers the code runs with."""
-    seconds = "no time limit" if limits.question_seconds is None else f"at most {limits.question_seconds:g} s a question"
+    seconds = (
+        "no time limit" if limits.question_seconds is None else f"at most {limits.question_seconds:g} s a question"
+    )
     return f"""# LittleBird QA
 Ask questions about long Korean or English documents, answered by **LittleBird** (Lee et al., 2022):
 sliding-window attention, BiALiBi position biases and pack & unpack attention.
@@ -103,8 +118,8 @@ Paste a document (up to {limits.max_characters:,} characters, or {MAX_HTML_CHARA
 give a web address or upload a file ({formats.label_list()}), or start from an
 example; a PDF's answer comes with its page. The model reads windows of
 {reading.max_length:,} tokens; of a long document, the {reading.max_windows} whose words best match the
-question, a short glimpse of each, and in full at most the {reading.glimpse_keep} that look likeliest to hold the answer ({seconds});
-the answer says how much it read."""
+question, a short glimpse of each, and in full at most the {reading.glimpse_keep} that look likeliest to hold
+the answer ({seconds}); the answer says how much it read."""
 
 
 def aim_value(aim: Aim) -> str:
@@ -124,8 +139,9 @@ def aim_menu(target: ExplorerTarget | None) -> gr.Dropdown:
     """The menu that aims the explorer: ``target``'s choices, its aim selected; empty without a target."""
     if target is None:
         return gr.Dropdown(choices=[], value=None)
-    return gr.Dropdown(choices=[(label, aim_value(aim)) for label, aim in target.choices()],
-                       value=aim_value(target.aim))
+    return gr.Dropdown(
+        choices=[(label, aim_value(aim)) for label, aim in target.choices()], value=aim_value(target.aim)
+    )
 
 
 _STOP_WARMING = threading.Event()  # set when the process exits: the warm-up stops between windows
@@ -163,8 +179,13 @@ class PageState:
 
 def page_state(checkpoint: str) -> PageState:
     """The session's state, the summary and target let go of when a session idles (~12 MB for a 16K-token window)."""
-    return PageState(gr.State(checkpoint), gr.State(None, time_to_live=1800), gr.State(None, time_to_live=1800),
-                     gr.State(False), gr.State(0))
+    return PageState(
+        gr.State(checkpoint),
+        gr.State(None, time_to_live=1800),
+        gr.State(None, time_to_live=1800),
+        gr.State(False),
+        gr.State(0),
+    )
 
 
 @dataclass(frozen=True)
@@ -185,21 +206,34 @@ def document_panel(examples: list) -> DocumentPanel:
     source = gr.State("paste")
     with gr.Tabs(selected="paste") as tabs:
         with gr.Tab("Paste", id="paste") as paste_tab:
-            pasted = gr.Textbox(label="Document text or HTML", lines=8, max_lines=8, elem_id="lb-paste",
-                                placeholder="Paste a document here, or pick an example below.")
+            pasted = gr.Textbox(
+                label="Document text or HTML",
+                lines=8,
+                max_lines=8,
+                elem_id="lb-paste",
+                placeholder="Paste a document here, or pick an example below.",
+            )
         with gr.Tab("URL", id="url") as url_tab:
-            url = gr.Textbox(label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url")
+            url = gr.Textbox(
+                label="Web page address", placeholder="https://ko.wikipedia.org/wiki/...", elem_id="lb-url"
+            )
         with gr.Tab("Upload", id="upload") as upload_tab:
-            upload = gr.File(label=f"{formats.label_list()} file", file_types=list(formats.upload_suffixes()),
-                             type="filepath", elem_id="lb-upload")
+            upload = gr.File(
+                label=f"{formats.label_list()} file",
+                file_types=list(formats.upload_suffixes()),
+                type="filepath",
+                elem_id="lb-upload",
+            )
     for tab, name in ((paste_tab, "paste"), (url_tab, "url"), (upload_tab, "upload")):
         tab.select(lambda name=name: name, None, source, api_visibility="private", queue=False)
 
-    example = gr.Dropdown(choices=[e.label for e in examples], value=None, label="Example documents",
-                          elem_id="lb-example")
+    example = gr.Dropdown(
+        choices=[e.label for e in examples], value=None, label="Example documents", elem_id="lb-example"
+    )
     with gr.Row():
-        question = gr.Textbox(label="Question", placeholder="Ask in Korean or English, then press Enter", scale=5,
-                              elem_id="lb-question")
+        question = gr.Textbox(
+            label="Question", placeholder="Ask in Korean or English, then press Enter", scale=5, elem_id="lb-question"
+        )
         ask_button = gr.Button("Ask", variant="primary", scale=1, min_width=80, elem_id="lb-ask")
     suggestions = gr.Radio(choices=[], label="Suggested questions", visible=False, elem_id="lb-suggestions")
 
@@ -209,11 +243,21 @@ def document_panel(examples: list) -> DocumentPanel:
         text, path, questions, first = choose_example(label)
         tab = "paste" if path is None else "upload"  # a PDF example is uploaded, as a user would
         chosen = {pasted: text, upload: path}
-        return {**{box: value for box, value in chosen.items() if value is not None}, tabs: gr.Tabs(selected=tab),
-                source: tab, suggestions: gr.Radio(choices=questions, value=None, visible=True), question: first}
+        return {
+            **{box: value for box, value in chosen.items() if value is not None},
+            tabs: gr.Tabs(selected=tab),
+            source: tab,
+            suggestions: gr.Radio(choices=questions, value=None, visible=True),
+            question: first,
+        }
 
-    example.change(on_example, example, [pasted, upload, tabs, source, suggestions, question],
-                   api_visibility="private", queue=False)
+    example.change(
+        on_example,
+        example,
+        [pasted, upload, tabs, source, suggestions, question],
+        api_visibility="private",
+        queue=False,
+    )
     suggestions.input(lambda q: q or gr.skip(), suggestions, question, api_visibility="private", queue=False)
     return DocumentPanel(source, tabs, pasted, url, upload, question, ask_button)
 
@@ -231,8 +275,13 @@ def answer_panel() -> AnswerPanel:
     """The answer card and the stats line here; the document view, unrendered, for :meth:`gr.HTML.render`."""
     answer = gr.HTML(_EMPTY_ANSWER, css_template=_ANSWER_CSS, js_on_load=None, elem_id="lb-answer-card")
     stats = gr.Markdown("", elem_id="lb-stats")
-    document = gr.HTML(_EMPTY_DOCUMENT, css_template=_DOCUMENT_CSS, js_on_load=_SCROLL_TO_ANSWER_JS,
-                       elem_id="lb-document", render=False)
+    document = gr.HTML(
+        _EMPTY_DOCUMENT,
+        css_template=_DOCUMENT_CSS,
+        js_on_load=_SCROLL_TO_ANSWER_JS,
+        elem_id="lb-document",
+        render=False,
+    )
     return AnswerPanel(answer, stats, document)
 
 
@@ -276,8 +325,13 @@ class ExplorerPanel:
 
     def plots(self, plots: dict) -> dict:
         """The explorer's plots keyed by their component, from :func:`explore`'s (or ``explorer_plots``') dict."""
-        return {self.block_map: plots["block_map"], self.answer_plot: plots["answer"], self.pack_plot: plots["pack"],
-                self.curves_plot: plots["curves"], self.atlas_plot: plots["atlas"]}
+        return {
+            self.block_map: plots["block_map"],
+            self.answer_plot: plots["answer"],
+            self.pack_plot: plots["pack"],
+            self.curves_plot: plots["curves"],
+            self.atlas_plot: plots["atlas"],
+        }
 
 
 def explorer_panel(loaded: LoadedModel, checkpoint: str) -> ExplorerPanel:
@@ -286,8 +340,13 @@ def explorer_panel(loaded: LoadedModel, checkpoint: str) -> ExplorerPanel:
     with gr.Accordion("Attention explorer", open=False, elem_id="lb-explorer") as box:
         gr.Markdown(_EXPLORER_HELP)
         reading_map = gr.Plot(reading_map_figure(None, checkpoint), label="Reading map", elem_id="lb-reading-map")
-        aim = gr.Dropdown(choices=[], value=None, label="Explore the window of", elem_id="lb-aim",
-                          info="an n-best answer, or any window of the document")
+        aim = gr.Dropdown(
+            choices=[],
+            value=None,
+            label="Explore the window of",
+            elem_id="lb-aim",
+            info="an n-best answer, or any window of the document",
+        )
         with gr.Row():
             layer = gr.Slider(0, loaded.num_layers - 1, value=0, step=1, label="Layer", elem_id="lb-layer")
             head = gr.Slider(0, loaded.num_heads - 1, value=0, step=1, label="Head", elem_id="lb-head")
@@ -295,15 +354,31 @@ def explorer_panel(loaded: LoadedModel, checkpoint: str) -> ExplorerPanel:
         with gr.Row():
             answer_plot = gr.Plot(empty["answer"], label="Answer tokens", elem_id="lb-plot-answer")
             pack_plot = gr.Plot(empty["pack"], label="Pack slots", elem_id="lb-plot-pack")
-        token = gr.Slider(0, 1, value=0, step=1, label="Token", elem_id="lb-token",
-                          info="any token of the window, by position: 0 is [CLS], the question follows it")
+        token = gr.Slider(
+            0,
+            1,
+            value=0,
+            step=1,
+            label="Token",
+            elem_id="lb-token",
+            info="any token of the window, by position: 0 is [CLS], the question follows it",
+        )
         token_plot = gr.Plot(token_message(_NO_TOKEN_YET), label="Any token", elem_id="lb-token-view")
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=220):
-                metric = gr.Radio([(label, name) for name, label in METRICS.items()], value="pack",
-                                  label="Head atlas metric", elem_id="lb-atlas-metric")
-                atlas_cell_menu = gr.Dropdown(choices=[], value=None, label="Show a head of the atlas",
-                                              info="highest first", elem_id="lb-atlas-cell")
+                metric = gr.Radio(
+                    [(label, name) for name, label in METRICS.items()],
+                    value="pack",
+                    label="Head atlas metric",
+                    elem_id="lb-atlas-metric",
+                )
+                atlas_cell_menu = gr.Dropdown(
+                    choices=[],
+                    value=None,
+                    label="Show a head of the atlas",
+                    info="highest first",
+                    elem_id="lb-atlas-cell",
+                )
             atlas_plot = gr.Plot(empty["atlas"], label="Head atlas", elem_id="lb-head-atlas", scale=3)
         rollout_plot = gr.Plot(rollout_figure(None, loaded), label="Rollout", elem_id="lb-rollout")
         with gr.Row():
@@ -311,11 +386,32 @@ def explorer_panel(loaded: LoadedModel, checkpoint: str) -> ExplorerPanel:
             curves_plot = gr.Plot(empty["curves"], label="BiALiBi curves", elem_id="lb-plot-curves")
         with gr.Row(equal_height=False):
             export_button = gr.Button("Export this view (.npz with a JSON)", scale=1, elem_id="lb-export-button")
-            export_file = gr.File(label="The window's summary, with the question, window, layer and head",
-                                  interactive=False, scale=3, elem_id="lb-export")
-    return ExplorerPanel(box, reading_map, aim, layer, head, block_map, answer_plot, pack_plot, token, token_plot,
-                         metric, atlas_cell_menu, atlas_plot, rollout_plot, slopes_plot, curves_plot, export_button,
-                         export_file)
+            export_file = gr.File(
+                label="The window's summary, with the question, window, layer and head",
+                interactive=False,
+                scale=3,
+                elem_id="lb-export",
+            )
+    return ExplorerPanel(
+        box,
+        reading_map,
+        aim,
+        layer,
+        head,
+        block_map,
+        answer_plot,
+        pack_plot,
+        token,
+        token_plot,
+        metric,
+        atlas_cell_menu,
+        atlas_plot,
+        rollout_plot,
+        slopes_plot,
+        curves_plot,
+        export_button,
+        export_file,
+    )
 
 
 @dataclass(frozen=True)
@@ -328,8 +424,9 @@ class Explaining:
 
     def then(self, event, model_events: dict) -> Any:
         """Run it after ``event`` (a Gradio event's dependency)."""
-        return event.then(self.fn, self.inputs, self.outputs, api_visibility="private", show_progress="minimal",
-                          **model_events)
+        return event.then(
+            self.fn, self.inputs, self.outputs, api_visibility="private", show_progress="minimal", **model_events
+        )
 
 
 def explaining(explorer: ExplorerPanel, state: PageState, answers: AnswerPanel) -> Explaining:
@@ -342,13 +439,30 @@ def explaining(explorer: ExplorerPanel, state: PageState, answers: AnswerPanel) 
         summary, plots, _ = explain(target, layer=int(layer), head=int(head), metric=metric)
         keys, token_figure = explain_token(target, layer=int(layer), head=int(head))
         tokens = gr.Slider(maximum=keys.n_tokens - 1, value=keys.token) if keys else gr.Slider(maximum=1, value=0)
-        return {state.summary: summary, **e.plots(plots), e.atlas_cell_menu: gr.Dropdown(
-                    choices=atlas_cells(summary, metric), value=None), e.token: tokens, e.token_plot: token_figure,
-                e.rollout_plot: plots["rollout"], answers.document: rollout_document(target, summary)}
+        return {
+            state.summary: summary,
+            **e.plots(plots),
+            e.atlas_cell_menu: gr.Dropdown(choices=atlas_cells(summary, metric), value=None),
+            e.token: tokens,
+            e.token_plot: token_figure,
+            e.rollout_plot: plots["rollout"],
+            answers.document: rollout_document(target, summary),
+        }
 
     inputs = [state.target, state.summary, state.explorer_open, e.layer, e.head, e.metric]
-    outputs = [state.summary, e.block_map, e.answer_plot, e.pack_plot, e.curves_plot, e.atlas_plot, e.atlas_cell_menu,
-               e.token, e.token_plot, e.rollout_plot, answers.document]
+    outputs = [
+        state.summary,
+        e.block_map,
+        e.answer_plot,
+        e.pack_plot,
+        e.curves_plot,
+        e.atlas_plot,
+        e.atlas_cell_menu,
+        e.token,
+        e.token_plot,
+        e.rollout_plot,
+        answers.document,
+    ]
     return Explaining(on_explain, inputs, outputs)
 
 
@@ -365,36 +479,65 @@ def wire_explorer(explorer: ExplorerPanel, state: PageState, explained: Explaini
         return explain_token(target, layer=int(layer), head=int(head), token=int(token))[1]
 
     # input, not change: the explorer's opening sets the slider and draws the view itself
-    gr.on([e.layer.change, e.head.change, e.token.input], on_token, [state.target, state.summary, e.layer, e.head,
-                                                                      e.token], e.token_plot, **quiet, **model_events)
+    gr.on(
+        [e.layer.change, e.head.change, e.token.input],
+        on_token,
+        [state.target, state.summary, e.layer, e.head, e.token],
+        e.token_plot,
+        **quiet,
+        **model_events,
+    )
 
     def on_export(summary, target, layer, head, metric, token):
         if summary is None or target is None:
-            raise gr.Error("Open the explorer on an answer first: there is no summary to export yet.",
-                           print_exception=False)
+            raise gr.Error(
+                "Open the explorer on an answer first: there is no summary to export yet.", print_exception=False
+            )
         keys, _ = explain_token(target, layer=int(layer), head=int(head), token=int(token))
         return str(export_view(target, summary, layer=int(layer), head=int(head), metric=metric, token=keys))
 
-    e.export_button.click(on_export, [state.summary, state.target, e.layer, e.head, e.metric, e.token], e.export_file,
-                          api_visibility="private", show_progress="minimal", **model_events)
+    e.export_button.click(
+        on_export,
+        [state.summary, state.target, e.layer, e.head, e.metric, e.token],
+        e.export_file,
+        api_visibility="private",
+        show_progress="minimal",
+        **model_events,
+    )
 
     def on_explore(summary, checkpoint, layer, head, metric):
         return e.plots(explore(summary, checkpoint, int(layer), int(head), metric))
 
     # "change" also covers typing in the sliders' number boxes; while a slider is dragged,
     # always_last drops the intermediate values instead of queueing a redraw for each.
-    gr.on([e.layer.change, e.head.change], on_explore, [state.summary, state.checkpoint, e.layer, e.head, e.metric],
-          [e.block_map, e.answer_plot, e.pack_plot, e.curves_plot, e.atlas_plot], **quiet)
+    gr.on(
+        [e.layer.change, e.head.change],
+        on_explore,
+        [state.summary, state.checkpoint, e.layer, e.head, e.metric],
+        [e.block_map, e.answer_plot, e.pack_plot, e.curves_plot, e.atlas_plot],
+        **quiet,
+    )
 
     def on_metric(summary, checkpoint, metric, layer, head):
-        return {e.atlas_plot: atlas_figure(summary, checkpoint, metric, int(layer), int(head)),
-                e.atlas_cell_menu: gr.Dropdown(choices=atlas_cells(summary, metric), value=None)}
+        return {
+            e.atlas_plot: atlas_figure(summary, checkpoint, metric, int(layer), int(head)),
+            e.atlas_cell_menu: gr.Dropdown(choices=atlas_cells(summary, metric), value=None),
+        }
 
-    e.metric.change(on_metric, [state.summary, state.checkpoint, e.metric, e.layer, e.head],
-                    [e.atlas_plot, e.atlas_cell_menu], **quiet)
+    e.metric.change(
+        on_metric,
+        [state.summary, state.checkpoint, e.metric, e.layer, e.head],
+        [e.atlas_plot, e.atlas_cell_menu],
+        **quiet,
+    )
     # a head picked in the atlas's menu moves the sliders, whose change redraws the plots
-    e.atlas_cell_menu.input(lambda choice: atlas_cell(choice) if choice else gr.skip(), e.atlas_cell_menu,
-                            [e.layer, e.head], api_visibility="private", queue=False)
+    e.atlas_cell_menu.input(
+        lambda choice: atlas_cell(choice) if choice else gr.skip(),
+        e.atlas_cell_menu,
+        [e.layer, e.head],
+        api_visibility="private",
+        queue=False,
+    )
 
     def on_aim(target, choice):
         """The explorer turned to another answer or window: its summary is computed again, if open."""
@@ -403,10 +546,19 @@ def wire_explorer(explorer: ExplorerPanel, state: PageState, explained: Explaini
         target = target.aimed(aim_of(choice))
         return {state.target: target, state.summary: None, e.reading_map: reading_map_figure(target, target.checkpoint)}
 
-    explained.then(e.box.expand(lambda: True, None, state.explorer_open, api_visibility="private", queue=False),
-                   model_events)
-    explained.then(e.aim.input(on_aim, [state.target, e.aim], [state.target, state.summary, e.reading_map],
-                               api_visibility="private", queue=False), model_events)
+    explained.then(
+        e.box.expand(lambda: True, None, state.explorer_open, api_visibility="private", queue=False), model_events
+    )
+    explained.then(
+        e.aim.input(
+            on_aim,
+            [state.target, e.aim],
+            [state.target, state.summary, e.reading_map],
+            api_visibility="private",
+            queue=False,
+        ),
+        model_events,
+    )
     e.box.collapse(lambda: False, None, state.explorer_open, api_visibility="private", queue=False)
 
 
@@ -436,14 +588,24 @@ def settings_panel(loaded: LoadedModel, checkpoint: str, reading: ReadingOptions
             load_button = gr.Button("Load", scale=1, min_width=80)
         status = gr.Markdown(loaded.status)
         with gr.Row():
-            shown = {name: gr.Slider(slider.low, slider.high, value=getattr(reading, name), step=slider.step,
-                                     label=slider.label, info=helps[name], elem_id="lb-" + name.replace("_", "-"))
-                     for name, slider in sliders(ReadingOptions).items()}
+            shown = {
+                name: gr.Slider(
+                    slider.low,
+                    slider.high,
+                    value=getattr(reading, name),
+                    step=slider.step,
+                    label=slider.label,
+                    info=helps[name],
+                    elem_id="lb-" + name.replace("_", "-"),
+                )
+                for name, slider in sliders(ReadingOptions).items()
+            }
     return SettingsPanel(box, load_button, status, shown)
 
 
-def wire_loading(settings: SettingsPanel, state: PageState, explorer: ExplorerPanel, warning: gr.Markdown,
-                 model_events: dict) -> None:
+def wire_loading(
+    settings: SettingsPanel, state: PageState, explorer: ExplorerPanel, warning: gr.Markdown, model_events: dict
+) -> None:
     """Loading another checkpoint: its status and warning, and an explorer emptied for its layers and heads."""
     e = explorer
 
@@ -453,26 +615,63 @@ def wire_loading(settings: SettingsPanel, state: PageState, explorer: ExplorerPa
         except CheckpointError as error:
             raise gr.Error(str(error), print_exception=False) from None
         plots = explorer_plots(None, new, layer=0, head=0)  # the old summary belongs to the old model
-        return {state.checkpoint: new.checkpoint, settings.status: new.status,
-                warning: gr.Markdown(f"⚠️ {new.warning}" if new.warning else "", visible=bool(new.warning)),
-                e.layer: gr.Slider(maximum=new.num_layers - 1, value=0),
-                e.head: gr.Slider(maximum=new.num_heads - 1, value=0), e.slopes_plot: slopes_figure(new),
-                state.summary: None, **e.plots(plots), state.target: None,
-                e.reading_map: reading_map_figure(None, new.checkpoint), e.aim: gr.Dropdown(choices=[], value=None),
-                e.atlas_cell_menu: gr.Dropdown(choices=[], value=None), e.token_plot: token_message(_NO_TOKEN_YET),
-                e.rollout_plot: rollout_figure(None, new)}
+        return {
+            state.checkpoint: new.checkpoint,
+            settings.status: new.status,
+            warning: gr.Markdown(f"⚠️ {new.warning}" if new.warning else "", visible=bool(new.warning)),
+            e.layer: gr.Slider(maximum=new.num_layers - 1, value=0),
+            e.head: gr.Slider(maximum=new.num_heads - 1, value=0),
+            e.slopes_plot: slopes_figure(new),
+            state.summary: None,
+            **e.plots(plots),
+            state.target: None,
+            e.reading_map: reading_map_figure(None, new.checkpoint),
+            e.aim: gr.Dropdown(choices=[], value=None),
+            e.atlas_cell_menu: gr.Dropdown(choices=[], value=None),
+            e.token_plot: token_message(_NO_TOKEN_YET),
+            e.rollout_plot: rollout_figure(None, new),
+        }
 
     settings.load_button.click(
-        on_load, settings.checkpoint,
-        [state.checkpoint, settings.status, warning, e.layer, e.head, e.slopes_plot, state.summary, e.block_map,
-         e.answer_plot, e.pack_plot, e.curves_plot, state.target, e.reading_map, e.aim, e.atlas_plot,
-         e.atlas_cell_menu, e.token_plot, e.rollout_plot],
-        api_visibility="private", **model_events)
+        on_load,
+        settings.checkpoint,
+        [
+            state.checkpoint,
+            settings.status,
+            warning,
+            e.layer,
+            e.head,
+            e.slopes_plot,
+            state.summary,
+            e.block_map,
+            e.answer_plot,
+            e.pack_plot,
+            e.curves_plot,
+            state.target,
+            e.reading_map,
+            e.aim,
+            e.atlas_plot,
+            e.atlas_cell_menu,
+            e.token_plot,
+            e.rollout_plot,
+        ],
+        api_visibility="private",
+        **model_events,
+    )
 
 
-def wire_asking(documents: DocumentPanel, answers: AnswerPanel, settings: SettingsPanel, explorer: ExplorerPanel,
-                state: PageState, explained: Explaining, cancellation: Cancellation, *, allow_local_urls: bool,
-                model_events: dict) -> None:
+def wire_asking(
+    documents: DocumentPanel,
+    answers: AnswerPanel,
+    settings: SettingsPanel,
+    explorer: ExplorerPanel,
+    state: PageState,
+    explained: Explaining,
+    cancellation: Cancellation,
+    *,
+    allow_local_urls: bool,
+    model_events: dict,
+) -> None:
     """Asking reads the document tabs and the settings, and fills the answer, the document and the explorer.
 
     The question is numbered at once, outside the queue, so that an earlier one still being read stops
@@ -489,32 +688,81 @@ def wire_asking(documents: DocumentPanel, answers: AnswerPanel, settings: Settin
         kept = ReadingInputs()  # the layer inputs of the windows read, so the explorer opens without a pass
         with cancellation.answering(request.session_hash, values[state.question_number]) as should_stop:
             try:
-                view = ask(values[d.source], question, settings_now, pasted=values[d.pasted], url=values[d.url],
-                           upload=values[d.upload], allow_local=allow_local_urls,
-                           report=lambda f, m: progress(f, desc=m), should_stop=should_stop, observe=kept.keeping)
+                view = ask(
+                    values[d.source],
+                    question,
+                    settings_now,
+                    pasted=values[d.pasted],
+                    url=values[d.url],
+                    upload=values[d.upload],
+                    allow_local=allow_local_urls,
+                    report=lambda f, m: progress(f, desc=m),
+                    should_stop=should_stop,
+                    observe=kept.keeping,
+                )
             except (DocumentError, CheckpointError) as error:
                 raise gr.Error(str(error), print_exception=False) from None
             except ReadingStopped:  # a newer question replaces this one, or nobody is left to see it
                 return gr.skip()
         target = after_reading(view, question, settings_now, kept)
-        return {answers.answer: view.answer_html, answers.document: view.document_html, answers.stats: view.stats,
-                state.target: target, state.summary: None,
-                explorer.reading_map: reading_map_figure(target, checkpoint), explorer.aim: aim_menu(target)}
+        return {
+            answers.answer: view.answer_html,
+            answers.document: view.document_html,
+            answers.stats: view.stats,
+            state.target: target,
+            state.summary: None,
+            explorer.reading_map: reading_map_figure(target, checkpoint),
+            explorer.aim: aim_menu(target),
+        }
 
-    asked = gr.on([d.ask_button.click, d.question.submit], on_new_question, None, state.question_number,
-                  api_visibility="private", queue=False, show_progress="hidden")
-    answered = asked.then(on_ask, {state.question_number, d.source, d.pasted, d.url, d.upload, d.question,
-                                   state.checkpoint, *settings.sliders.values()},
-                          [answers.answer, answers.document, answers.stats, state.target, state.summary,
-                           explorer.reading_map, explorer.aim],
-                          api_visibility="private", trigger_mode="always_last", **model_events)
+    asked = gr.on(
+        [d.ask_button.click, d.question.submit],
+        on_new_question,
+        None,
+        state.question_number,
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    answered = asked.then(
+        on_ask,
+        {
+            state.question_number,
+            d.source,
+            d.pasted,
+            d.url,
+            d.upload,
+            d.question,
+            state.checkpoint,
+            *settings.sliders.values(),
+        },
+        [
+            answers.answer,
+            answers.document,
+            answers.stats,
+            state.target,
+            state.summary,
+            explorer.reading_map,
+            explorer.aim,
+        ],
+        api_visibility="private",
+        trigger_mode="always_last",
+        **model_events,
+    )
     # the answer shows first; an open explorer then draws the new answer's window
-    answered.success(explained.fn, explained.inputs, explained.outputs, api_visibility="private",
-                     show_progress="minimal", **model_events)
+    answered.success(
+        explained.fn,
+        explained.inputs,
+        explained.outputs,
+        api_visibility="private",
+        show_progress="minimal",
+        **model_events,
+    )
 
 
-def wire_api(checkpoint: str, reading: ReadingOptions, cancellation: Cancellation, *, allow_local_urls: bool,
-             model_events: dict) -> None:
+def wire_api(
+    checkpoint: str, reading: ReadingOptions, cancellation: Cancellation, *, allow_local_urls: bool, model_events: dict
+) -> None:
     """The /answer endpoint, reading as the page opens."""
 
     def answer(document: str, question: str, request: gr.Request) -> dict:
@@ -535,8 +783,14 @@ def wire_api(checkpoint: str, reading: ReadingOptions, cancellation: Cancellatio
         """
         with cancellation.answering(request.session_hash) as should_stop:
             try:
-                return answer_document(document, question, checkpoint=checkpoint, reading=reading,
-                                       allow_local=allow_local_urls, should_stop=should_stop)
+                return answer_document(
+                    document,
+                    question,
+                    checkpoint=checkpoint,
+                    reading=reading,
+                    allow_local=allow_local_urls,
+                    should_stop=should_stop,
+                )
             except (DocumentError, CheckpointError) as error:
                 raise gr.Error(str(error), print_exception=False) from None
             except ReadingStopped:
@@ -548,9 +802,11 @@ def wire_api(checkpoint: str, reading: ReadingOptions, cancellation: Cancellatio
 def _start_warming(loaded: LoadedModel, model_path: str | None) -> None:
     """Kiwi (Korean answer trimming), the first pass's term table and one question through the reader take seconds
     to build: warm them in the background now, not on the first question."""
-    warming = [threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True),
-               threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True),
-               threading.Thread(target=_warm_model, args=(loaded, model_path), name="warm-model", daemon=True)]
+    warming = [
+        threading.Thread(target=get_kiwi, name="warm-kiwi", daemon=True),
+        threading.Thread(target=term_table, args=(loaded.tokenizer,), name="warm-terms", daemon=True),
+        threading.Thread(target=_warm_model, args=(loaded, model_path), name="warm-model", daemon=True),
+    ]
     for thread in warming:
         thread.start()
     atexit.register(_end_warming, warming)
@@ -588,8 +844,9 @@ def build_demo(
 
     with gr.Blocks(title="LittleBird QA") as demo:
         gr.Markdown(intro(Limits.from_environment(), reading))
-        warning = gr.Markdown(f"⚠️ {loaded.warning}" if loaded.warning else "", visible=bool(loaded.warning),
-                              elem_id="lb-warning")
+        warning = gr.Markdown(
+            f"⚠️ {loaded.warning}" if loaded.warning else "", visible=bool(loaded.warning), elem_id="lb-warning"
+        )
         state = page_state(checkpoint)
         with gr.Row(equal_height=False):
             with gr.Column(scale=5):
@@ -602,8 +859,17 @@ def build_demo(
         wire_explorer(explorer, state, explained, model_events)
         settings = settings_panel(loaded, checkpoint, reading)
         wire_loading(settings, state, explorer, warning, model_events)
-        wire_asking(documents, answers, settings, explorer, state, explained, cancellation,
-                    allow_local_urls=allow_local_urls, model_events=model_events)
+        wire_asking(
+            documents,
+            answers,
+            settings,
+            explorer,
+            state,
+            explained,
+            cancellation,
+            allow_local_urls=allow_local_urls,
+            model_events=model_events,
+        )
         wire_api(checkpoint, reading, cancellation, allow_local_urls=allow_local_urls, model_events=model_events)
 
         def on_leave(request: gr.Request):

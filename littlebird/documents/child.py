@@ -13,19 +13,31 @@ import sys
 from collections.abc import Mapping, Sequence
 
 
-def run_bounded(command: Sequence[str], data: bytes, *, seconds: float, memory_bytes: int,
-                environment: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_bounded(
+    command: Sequence[str],
+    data: bytes,
+    *,
+    seconds: float,
+    memory_bytes: int,
+    environment: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess:
     """Run ``command`` with ``data`` on its standard input; its output and errors come back as bytes.
 
     The child may address at most ``memory_bytes`` (on POSIX systems) and is killed after ``seconds``, which
     raises :class:`subprocess.TimeoutExpired` as :func:`subprocess.run` does. ``environment`` is added to this
     process's.
     """
+
     def limit_memory() -> None:  # in the child, before the command starts
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
-    return subprocess.run(list(command), input=data, capture_output=True, timeout=max(seconds, 0.01),
-                          env={**os.environ, **(environment or {})},
-                          preexec_fn=limit_memory if sys.platform != "win32" else None)
+    return subprocess.run(
+        list(command),
+        input=data,
+        capture_output=True,
+        timeout=max(seconds, 0.01),
+        env={**os.environ, **(environment or {})},
+        preexec_fn=limit_memory if sys.platform != "win32" else None,
+    )

@@ -15,21 +15,47 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import trafilatura
-from lxml import etree, html as lxml_html
+from lxml import etree
+from lxml import html as lxml_html
 
 from littlebird.documents.decode import PageImage, RawDocument, TextBlock, WordBox
 from littlebird.documents.errors import DocumentError
 from littlebird.language import detect_language
-from littlebird.table_text import (DEFAULT_TABLE_FORM, Piece, Slot, TableCell, check_table_form, glue_needed, plain,
-                                   table_plan)
+from littlebird.table_text import (
+    DEFAULT_TABLE_FORM,
+    Piece,
+    Slot,
+    TableCell,
+    check_table_form,
+    glue_needed,
+    plain,
+    table_plan,
+)
 from littlebird.vocabulary import neutralize_special_strings
 
 _WORD = re.compile(r"\S+")
 
 # Element names of trafilatura's XML and of plain HTML (for the fallback walk), by role.
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6", "head", "title"}
-_PARAGRAPHS = {"p", "quote", "blockquote", "code", "pre", "div", "section", "article", "main", "body", "dd", "dt",
-               "figure", "figcaption", "caption", "address", "center"}
+_PARAGRAPHS = {
+    "p",
+    "quote",
+    "blockquote",
+    "code",
+    "pre",
+    "div",
+    "section",
+    "article",
+    "main",
+    "body",
+    "dd",
+    "dt",
+    "figure",
+    "figcaption",
+    "caption",
+    "address",
+    "center",
+}
 _LISTS = {"list", "ul", "ol", "dl"}
 _ITEMS = {"item", "li"}
 _ROWS = {"row", "tr"}
@@ -39,8 +65,28 @@ _BREAKS = {"lb", "br"}
 # private-use character, honoured only in a Word file, so that no web page's text can move a page.
 PAGE_MARK = "\ue000"
 _BLOCKS = _HEADINGS | _PARAGRAPHS | _LISTS | _ITEMS | _ROWS | _CELLS | {"table", "tbody", "thead", "tfoot"}
-_SKIPPED = {"script", "style", "noscript", "template", "svg", "nav", "header", "footer", "aside", "form",
-            "button", "input", "select", "textarea", "iframe", "object", "embed", "menu", "graphic", "img"}
+_SKIPPED = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "button",
+    "input",
+    "select",
+    "textarea",
+    "iframe",
+    "object",
+    "embed",
+    "menu",
+    "graphic",
+    "img",
+}
 _MARKDOWN_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _MARKDOWN_ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
 _MARKDOWN_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -421,8 +467,13 @@ def _table_cell(element) -> TableCell:
         value = (element.get(name) or element.get(name[3:]) or "1").strip()  # trafilatura's XML says "span"
         return int(value) if value.isdigit() and 0 < int(value) <= 1000 else 1
 
-    return TableCell(element, "".join(element.itertext()), _local_name(element) == "th" or element.get("role") == "head",
-                     span("colspan"), span("rowspan"))
+    return TableCell(
+        element,
+        "".join(element.itertext()),
+        _local_name(element) == "th" or element.get("role") == "head",
+        span("colspan"),
+        span("rowspan"),
+    )
 
 
 LAYOUT_CELL_CHARACTERS = 500  # a cell holding more text than this lays a page out: no data table has one
@@ -457,15 +508,54 @@ def _nearest_table(element):
 # section headings and some of its body, so such pages are walked directly, after removing what the
 # page's own style sheets hide or mark as furniture.
 _MEDIAWIKI = re.compile(r"""class\s*=\s*["'][^"']*(?<![\w-])(?:mw-[a-z][\w-]*|wikitable)(?![\w-])""", re.IGNORECASE)
-_MEDIAWIKI_FURNITURE_CLASSES = frozenset({
-    "toc", "toctitle", "mw-editsection", "editsection", "reference", "mw-cite-backlink", "Z3988",  # contents, edit links, [1]
-    "navbox", "vertical-navbox", "navbar", "navbox-styles", "sistersitebox", "portal", "authority-control",
-    "metadata", "ambox", "mbox-small", "catlinks", "printfooter", "mw-jump-link", "mw-indicators", "persondata",
-    "Template-Fact", "noexcerpt", "mw-empty-elt",
-    "sortkey", "geo-nondefault", "geo-multi-punct",  # hidden by the site's style sheet
-})
-_MEDIAWIKI_FURNITURE_IDS = frozenset({"toc", "toctitle", "catlinks", "jump-to-nav", "siteSub", "contentSub",
-                                      "mw-navigation", "footer", "mw-head", "mw-panel", "p-lang", "vector-toc"})
+_MEDIAWIKI_FURNITURE_CLASSES = frozenset(
+    {
+        "toc",
+        "toctitle",
+        "mw-editsection",
+        "editsection",
+        "reference",
+        "mw-cite-backlink",
+        "Z3988",  # contents, edit links, [1]
+        "navbox",
+        "vertical-navbox",
+        "navbar",
+        "navbox-styles",
+        "sistersitebox",
+        "portal",
+        "authority-control",
+        "metadata",
+        "ambox",
+        "mbox-small",
+        "catlinks",
+        "printfooter",
+        "mw-jump-link",
+        "mw-indicators",
+        "persondata",
+        "Template-Fact",
+        "noexcerpt",
+        "mw-empty-elt",
+        "sortkey",
+        "geo-nondefault",
+        "geo-multi-punct",  # hidden by the site's style sheet
+    }
+)
+_MEDIAWIKI_FURNITURE_IDS = frozenset(
+    {
+        "toc",
+        "toctitle",
+        "catlinks",
+        "jump-to-nav",
+        "siteSub",
+        "contentSub",
+        "mw-navigation",
+        "footer",
+        "mw-head",
+        "mw-panel",
+        "p-lang",
+        "vector-toc",
+    }
+)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _SITE_SUFFIX = re.compile(r"\s+[-\u2013\u2014|]\s+[^-\u2013\u2014|]+$")  # " - Wikipedia", " - 위키백과, ..."
 
@@ -506,8 +596,15 @@ def _trafilatura_body(text: str):
     """The main content as trafilatura's XML tree and the page title, or (None, None)."""
     try:
         result = trafilatura.bare_extraction(
-            text, include_tables=True, include_formatting=True, include_links=False, include_comments=False,
-            include_images=False, with_metadata=True, deduplicate=False, favor_recall=True,
+            text,
+            include_tables=True,
+            include_formatting=True,
+            include_links=False,
+            include_comments=False,
+            include_images=False,
+            with_metadata=True,
+            deduplicate=False,
+            favor_recall=True,
         )
     except Exception:  # trafilatura raises assorted errors on broken markup; the fallback handles it
         return None, None
@@ -589,8 +686,10 @@ def _write_plain(text: str, table_form: str = DEFAULT_TABLE_FORM) -> _Writer:
             next_line = lines[index + 1] if index + 1 < len(lines) else ""
             is_head = bool(_MARKDOWN_TABLE_SEPARATOR.match(next_line.strip()))
             cell_start = start + line.index("|") + 1
-            cells = [(cell_start + m.start(), cell_start + m.end())
-                     for m in re.finditer(r"[^|]+", line[line.index("|") + 1 : line.rindex("|")])]
+            cells = [
+                (cell_start + m.start(), cell_start + m.end())
+                for m in re.finditer(r"[^|]+", line[line.index("|") + 1 : line.rindex("|")])
+            ]
             if table_form != "tags":
                 table.append([TableCell((a, b), text[a:b], is_head) for a, b in cells])
                 continue
@@ -650,9 +749,16 @@ def _write_text_table(writer: _Writer, rows: tuple[tuple[str, ...], ...], table_
     cells = [[TableCell(text, text) for text in row] for row in rows]
     if table_form == "tags":
         writer.tag("<table>")
-        plans = [[Piece("tag", "<tr>")] + [piece for cell in row if cell.text.strip()
-                                           for piece in (Piece("tag", "<td>"), Piece("cell", slot=Slot(cell, 0, 1, True)))]
-                 for row in cells]
+        plans = [
+            [Piece("tag", "<tr>")]
+            + [
+                piece
+                for cell in row
+                if cell.text.strip()
+                for piece in (Piece("tag", "<td>"), Piece("cell", slot=Slot(cell, 0, 1, True)))
+            ]
+            for row in cells
+        ]
     else:
         plans = [pieces for _, pieces in table_plan(cells, table_form, name)]
     for pieces in plans:
@@ -679,8 +785,9 @@ def _write_text_table(writer: _Writer, rows: tuple[tuple[str, ...], ...], table_
         writer.table_rows.append((number, row_start, len(writer.map)))
 
 
-def _write_blocks(blocks: tuple[TextBlock, ...], n_pages: int,
-                  table_form: str = DEFAULT_TABLE_FORM) -> tuple[_Writer, list[int]]:
+def _write_blocks(
+    blocks: tuple[TextBlock, ...], n_pages: int, table_form: str = DEFAULT_TABLE_FORM
+) -> tuple[_Writer, list[int]]:
     """Headings, paragraphs and tables as the HTML walker writes them, and where each of the ``n_pages`` pages
     starts in the shown text (a page without text starts where the next does)."""
     writer = _Writer()
@@ -754,9 +861,19 @@ def clean_document(raw: RawDocument, *, table_form: str = DEFAULT_TABLE_FORM) ->
     if language == "unknown":
         warnings.append("The document's language could not be recognised; the model reads Korean and English best.")
     return Document(
-        text=text, model_text=model_text, model_to_text=model_to_text, language=language,
-        title=(title.strip() or None) if title else None, clean_seconds=time.perf_counter() - start,
-        source=raw.source, fetch_seconds=raw.fetch_seconds, encoding=raw.encoding, is_html=raw.is_html,
-        warnings=warnings, table_rows=writer.table_rows, page_starts=page_starts,
-        word_boxes=_located_words(text, raw.boxes) if raw.boxes else [], page_images=raw.page_images,
+        text=text,
+        model_text=model_text,
+        model_to_text=model_to_text,
+        language=language,
+        title=(title.strip() or None) if title else None,
+        clean_seconds=time.perf_counter() - start,
+        source=raw.source,
+        fetch_seconds=raw.fetch_seconds,
+        encoding=raw.encoding,
+        is_html=raw.is_html,
+        warnings=warnings,
+        table_rows=writer.table_rows,
+        page_starts=page_starts,
+        word_boxes=_located_words(text, raw.boxes) if raw.boxes else [],
+        page_images=raw.page_images,
     )

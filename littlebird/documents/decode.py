@@ -48,7 +48,9 @@ _ENCODING_ALIASES = {
 }
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.-]+)""", re.IGNORECASE)
 _HTML_START = re.compile(r"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL)
-_HTML_TAG = re.compile(r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|em|strong|section|article)\b[^<>]*>", re.IGNORECASE)
+_HTML_TAG = re.compile(
+    r"</?(p|div|span|table|tr|td|th|h[1-6]|ul|ol|li|br|a|b|i|em|strong|section|article)\b[^<>]*>", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ class RawDocument:
     text: str
     is_html: bool
     source: str  # the final URL, the file name or "pasted text"; shown to the user
-    encoding: str  # the encoding the bytes were decoded with ("str" for pasted text, "pdf" for a PDF, "ocr" for a picture)
+    encoding: (
+        str  # the encoding the bytes were decoded with ("str" for pasted text, "pdf" for a PDF, "ocr" for a picture)
+    )
     fetch_seconds: float = 0.0
     blocks: tuple[TextBlock, ...] | None = None  # a PDF's headings and paragraphs with their pages; ``text`` joins them
     n_pages: int = 0  # a PDF's pages
@@ -170,7 +174,9 @@ def decode_bytes(data: bytes, *, declared: str | None = None) -> tuple[str, str]
     """
     kind = binary_kind(data)
     if kind:
-        raise DocumentError(f"This looks like {kind}, not a web page or text. Please give an HTML, text or Markdown file.")
+        raise DocumentError(
+            f"This looks like {kind}, not a web page or text. Please give an HTML, text or Markdown file."
+        )
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             text = _try_decode(data, encoding)
@@ -178,7 +184,9 @@ def decode_bytes(data: bytes, *, declared: str | None = None) -> tuple[str, str]
                 return text.lstrip("\ufeff"), encoding
     text, encoding = _first_decoding(data, declared)
     if _control_char_share(text) > 0.05:
-        raise DocumentError("This file contains binary data, not readable text. Please give an HTML, text or Markdown file.")
+        raise DocumentError(
+            "This file contains binary data, not readable text. Please give an HTML, text or Markdown file."
+        )
     return text, encoding
 
 

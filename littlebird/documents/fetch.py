@@ -70,9 +70,14 @@ def parse_url(url: str) -> _Target:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise DocumentError(f"Only http and https addresses can be fetched, not {scheme}: ones; for safety, only public web pages can be fetched.")
+        raise DocumentError(
+            f"Only http and https addresses can be fetched, not {scheme}: ones; "
+            "for safety, only public web pages can be fetched."
+        )
     if parts.username is not None or parts.password is not None:
-        raise DocumentError("Addresses with a user name or password cannot be fetched. Please remove them from the address.")
+        raise DocumentError(
+            "Addresses with a user name or password cannot be fetched. Please remove them from the address."
+        )
     try:
         port = parts.port or (443 if scheme == "https" else 80)
         host = (parts.hostname or "").encode("idna").decode("ascii")
@@ -131,7 +136,9 @@ def resolve_host(host: str, port: int, *, allow_local: bool = False) -> list[str
     for address in addresses:
         refusal = address_refusal(address, allow_local=allow_local)
         if refusal:
-            raise DocumentError(f"The address {host} points to {refusal} ({address}); for safety, only public web pages can be fetched.")
+            raise DocumentError(
+                f"The address {host} points to {refusal} ({address}); for safety, only public web pages can be fetched."
+            )
     if not addresses:
         raise DocumentError(f"The server {host} could not be found. Please check the address.")
     return addresses
@@ -147,7 +154,9 @@ def _remaining(deadline: float, timeout: float, host: str) -> float:
 def _connect(target: _Target, address: str, timeout: float) -> http.client.HTTPConnection:
     """An HTTP(S) connection to ``address`` that still sends ``target.host`` as Host and TLS name."""
     if target.scheme == "https":
-        conn = http.client.HTTPSConnection(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
+        conn = http.client.HTTPSConnection(
+            target.host, target.port, timeout=timeout, context=ssl.create_default_context()
+        )
     else:
         conn = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
     # http.client looks the host up again when it connects; pin it to the address we checked.
@@ -172,7 +181,10 @@ def _request(target: _Target, addresses: list[str], deadline: float, timeout: fl
 
 
 def _read_body(conn, response, max_bytes: int, deadline: float, timeout: float, host: str) -> bytes:
-    too_big = f"The page is larger than {max_bytes / 1e6:g} MB, the most this app reads. Please save the part you need and upload it."
+    too_big = (
+        f"The page is larger than {max_bytes / 1e6:g} MB, the most this app reads. "
+        "Please save the part you need and upload it."
+    )
     length = response.getheader("Content-Length")
     if length and length.strip().isdigit() and int(length) > max_bytes:
         raise DocumentError(too_big)
@@ -201,8 +213,10 @@ def _content_format(response, url: str) -> Format | None:
         return None
     format = formats.by_content_type(content_type)
     if format is None:
-        raise DocumentError(f"The address {url} gives a {content_type} file, not a web page. Only these can be "
-                            f"read: {formats.label_list()}.")
+        raise DocumentError(
+            f"The address {url} gives a {content_type} file, not a web page. Only these can be "
+            f"read: {formats.label_list()}."
+        )
     return format
 
 
@@ -211,9 +225,14 @@ def _http_error(status: int, reason: str, url: str) -> DocumentError:
     return DocumentError(f"The server answered {status} {reason} for {url}. {hint}")
 
 
-def fetch_document(url: str, *, allow_local: bool = False, timeout: float = FETCH_SECONDS,
-                   max_bytes: int = MAX_TEXT_BYTES,
-                   max_file_bytes: int = MAX_FILE_BYTES) -> RawDocument:
+def fetch_document(
+    url: str,
+    *,
+    allow_local: bool = False,
+    timeout: float = FETCH_SECONDS,
+    max_bytes: int = MAX_TEXT_BYTES,
+    max_file_bytes: int = MAX_FILE_BYTES,
+) -> RawDocument:
     """Download a page or file of any format in :data:`littlebird.documents.formats.FORMATS` over http(s) and
     read it.
 
@@ -235,23 +254,37 @@ def fetch_document(url: str, *, allow_local: bool = False, timeout: float = FETC
                 if response.status in _REDIRECT_STATUSES:
                     location = response.getheader("Location")
                     if not location:
-                        raise DocumentError(f"The server redirected {target.url} without saying where to. Please try another address.")
+                        raise DocumentError(
+                            f"The server redirected {target.url} without saying where to. Please try another address."
+                        )
                     url = urljoin(target.url, location.strip())
                     continue
                 if not 200 <= response.status < 300:
                     raise _http_error(response.status, response.reason, target.url)
                 format = _content_format(response, target.url)
-                data = _read_body(conn, response, max_bytes if format is not None and format.is_text
-                                  else max_file_bytes, deadline, timeout, target.host)
+                data = _read_body(
+                    conn,
+                    response,
+                    max_bytes if format is not None and format.is_text else max_file_bytes,
+                    deadline,
+                    timeout,
+                    target.host,
+                )
                 charset = response.headers.get_content_charset()
             finally:
                 conn.close()
         except (TimeoutError, socket.timeout):
-            raise DocumentError(f"The page at {target.host} did not load within {timeout:g} seconds. Please try again later.") from None
+            raise DocumentError(
+                f"The page at {target.host} did not load within {timeout:g} seconds. Please try again later."
+            ) from None
         except ssl.SSLError as error:
-            raise DocumentError(f"A secure connection to {target.host} could not be made ({error.reason or error}).") from None
+            raise DocumentError(
+                f"A secure connection to {target.host} could not be made ({error.reason or error})."
+            ) from None
         except ConnectionRefusedError:
-            raise DocumentError(f"The server {target.host} refused the connection. Please check the address or try later.") from None
+            raise DocumentError(
+                f"The server {target.host} refused the connection. Please check the address or try later."
+            ) from None
         except http.client.HTTPException:
             raise DocumentError(f"The server {target.host} sent a response that could not be understood.") from None
         except OSError as error:
@@ -261,10 +294,15 @@ def fetch_document(url: str, *, allow_local: bool = False, timeout: float = FETC
         named = format is not None
         format = formats.by_first_bytes(data) or format  # a file, whatever the server called it
         if format is None and len(data) > max_bytes:
-            raise DocumentError(f"The page is larger than {max_bytes / 1e6:g} MB, the most this app reads. Please save "
-                                "the part you need and upload it.")
-        raw = read_file(data, format or formats.TEXT, source=target.url, declared=charset, sniff=not named,
-                        max_bytes=len(data))
+            raise DocumentError(
+                f"The page is larger than {max_bytes / 1e6:g} MB, the most this app reads. Please save "
+                "the part you need and upload it."
+            )
+        raw = read_file(
+            data, format or formats.TEXT, source=target.url, declared=charset, sniff=not named, max_bytes=len(data)
+        )
         raw.fetch_seconds = time.perf_counter() - start
         return raw
-    raise DocumentError(f"The address redirected more than {MAX_REDIRECTS} times. Please try the final page's address directly.")
+    raise DocumentError(
+        f"The address redirected more than {MAX_REDIRECTS} times. Please try the final page's address directly."
+    )

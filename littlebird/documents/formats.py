@@ -17,7 +17,9 @@ from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 
 MAX_TEXT_BYTES = 5_000_000  # an HTML, text or Markdown file or page: its text is all there is
-MAX_FILE_BYTES = 50_000_000  # a PDF, Word or Hangul file or an image: pictures and fonts make these far larger than their text
+MAX_FILE_BYTES = (
+    50_000_000  # a PDF, Word or Hangul file or an image: pictures and fonts make these far larger than their text
+)
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the container of .hwp, old .doc and password-protected Office files
 
 
@@ -65,43 +67,98 @@ class Format:
     def recognises(self, data: bytes) -> bool:
         """True when ``data`` starts as a file of this format does."""
         head = data.lstrip()[:8] if self.name == "pdf" else data[:8]
-        return any(head.startswith(start) for start in self.starts) and (self.holds is None
-                                                                          or self.holds in data[:65536])
+        return any(head.startswith(start) for start in self.starts) and (
+            self.holds is None or self.holds in data[:65536]
+        )
 
 
 FORMATS: tuple[Format, ...] = (
-    Format("pdf", "PDF", (".pdf",), ("application/pdf", "application/x-pdf"), starts=(b"%PDF-",),
-           reader="littlebird.documents.pdf:read_pdf"),
-    Format("docx", "Word (.docx)", (".docx",),
-           ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
-           starts=(b"PK\x03\x04",), holds=b"word/", reader="littlebird.documents.word:read_docx"),
-    Format("hwpx", "Hangul (.hwpx)", (".hwpx",), ("application/hwp+zip", "application/vnd.hancom.hwpx"),
-           starts=(b"PK\x03\x04",), holds=b"application/hwp+zip", reader="littlebird.documents.hwpx:read_hwpx"),
+    Format(
+        "pdf",
+        "PDF",
+        (".pdf",),
+        ("application/pdf", "application/x-pdf"),
+        starts=(b"%PDF-",),
+        reader="littlebird.documents.pdf:read_pdf",
+    ),
+    Format(
+        "docx",
+        "Word (.docx)",
+        (".docx",),
+        ("application/vnd.openxmlformats-officedocument.wordprocessingml.document",),
+        starts=(b"PK\x03\x04",),
+        holds=b"word/",
+        reader="littlebird.documents.word:read_docx",
+    ),
+    Format(
+        "hwpx",
+        "Hangul (.hwpx)",
+        (".hwpx",),
+        ("application/hwp+zip", "application/vnd.hancom.hwpx"),
+        starts=(b"PK\x03\x04",),
+        holds=b"application/hwp+zip",
+        reader="littlebird.documents.hwpx:read_hwpx",
+    ),
     # HWP 5 is a binary format that no permissively licensed library reads well yet (docs/architecture.md).
-    Format("hwp", "Hangul (.hwp)", (".hwp",), ("application/x-hwp", "application/haansofthwp",
-                                               "application/vnd.hancom.hwp"),
-           starts=(_OLE,), holds=b"HWP Document File",
-           refusal="{source} is a Hangul file in the older binary format (.hwp), which this app does not read. "
-                   "Please open it in Hangul, save it as .hwpx without a password (파일 > 다른 이름으로 저장, "
-                   "파일 형식 HWPX) and upload that."),
+    Format(
+        "hwp",
+        "Hangul (.hwp)",
+        (".hwp",),
+        ("application/x-hwp", "application/haansofthwp", "application/vnd.hancom.hwp"),
+        starts=(_OLE,),
+        holds=b"HWP Document File",
+        refusal="{source} is a Hangul file in the older binary format (.hwp), which this app does not read. "
+        "Please open it in Hangul, save it as .hwpx without a password (파일 > 다른 이름으로 저장, "
+        "파일 형식 HWPX) and upload that.",
+    ),
     # Images of pages, read by OCR (littlebird/documents/image.py).
-    Format("png", "PNG", (".png",), ("image/png",), starts=(b"\x89PNG\r\n\x1a\n",),
-           reader="littlebird.documents.image:read_image"),
-    Format("jpeg", "JPEG", (".jpg", ".jpeg"), ("image/jpeg", "image/pjpeg"), starts=(b"\xff\xd8\xff",),
-           reader="littlebird.documents.image:read_image"),
-    Format("tiff", "TIFF", (".tif", ".tiff"), ("image/tiff",), starts=(b"II*\x00", b"MM\x00*"),
-           reader="littlebird.documents.image:read_image"),
-    Format("webp", "WebP", (".webp",), ("image/webp",), starts=(b"RIFF",), holds=b"WEBP",
-           reader="littlebird.documents.image:read_image"),
-    Format("html", "HTML", (".html", ".htm"), ("text/html", "application/xhtml+xml"), markup=True,
-           max_bytes=MAX_TEXT_BYTES),
+    Format(
+        "png",
+        "PNG",
+        (".png",),
+        ("image/png",),
+        starts=(b"\x89PNG\r\n\x1a\n",),
+        reader="littlebird.documents.image:read_image",
+    ),
+    Format(
+        "jpeg",
+        "JPEG",
+        (".jpg", ".jpeg"),
+        ("image/jpeg", "image/pjpeg"),
+        starts=(b"\xff\xd8\xff",),
+        reader="littlebird.documents.image:read_image",
+    ),
+    Format(
+        "tiff",
+        "TIFF",
+        (".tif", ".tiff"),
+        ("image/tiff",),
+        starts=(b"II*\x00", b"MM\x00*"),
+        reader="littlebird.documents.image:read_image",
+    ),
+    Format(
+        "webp",
+        "WebP",
+        (".webp",),
+        ("image/webp",),
+        starts=(b"RIFF",),
+        holds=b"WEBP",
+        reader="littlebird.documents.image:read_image",
+    ),
+    Format(
+        "html", "HTML", (".html", ".htm"), ("text/html", "application/xhtml+xml"), markup=True, max_bytes=MAX_TEXT_BYTES
+    ),
     Format("text", "text", (".txt",), ("text/plain",), max_bytes=MAX_TEXT_BYTES),
     Format("markdown", "Markdown", (".md",), ("text/markdown", "text/x-markdown"), max_bytes=MAX_TEXT_BYTES),
 )
 TEXT = next(format for format in FORMATS if format.name == "text")
 # Media types that say only "a file": the first bytes tell what it is.
-UNNAMED_CONTENT_TYPES = ("application/octet-stream", "binary/octet-stream", "application/download",
-                         "application/force-download")
+UNNAMED_CONTENT_TYPES = (
+    "application/octet-stream",
+    "binary/octet-stream",
+    "application/download",
+    "application/force-download",
+)
 
 
 def suffixes() -> tuple[str, ...]:
@@ -151,8 +208,13 @@ def label_list() -> str:
 def accept_header() -> str:
     """An HTTP Accept header that asks for every format read, HTML first."""
     types = [type_ for format in FORMATS if format.markup for type_ in format.content_types]
-    types += [f"{type_};q=0.9" for format in FORMATS if format.is_text and not format.markup
-              for type_ in format.content_types]
-    types += [f"{type_};q=0.8" for format in FORMATS if not format.is_text and format.refusal is None
-              for type_ in format.content_types]
+    types += [
+        f"{type_};q=0.9" for format in FORMATS if format.is_text and not format.markup for type_ in format.content_types
+    ]
+    types += [
+        f"{type_};q=0.8"
+        for format in FORMATS
+        if not format.is_text and format.refusal is None
+        for type_ in format.content_types
+    ]
     return ",".join(types)

@@ -41,13 +41,23 @@ _SENTENCE_END = re.compile(r"[.!?。]\s*$")
 # Parts of a paragraph that take room in its text as Hangul counts it (``hp:lineseg textpos``): a character is 1,
 # a control or an object placed in the text (a table, a shape, a section's settings) 8, and so is a tab.
 _OBJECT_WIDTH = 8
-_INLINE_TEXT = {"tab": ("\t", _OBJECT_WIDTH), "lineBreak": ("\n", 1), "fwSpace": (" ", 1), "nbSpace": (" ", 1),
-                "hyphen": ("-", 1)}
+_INLINE_TEXT = {
+    "tab": ("\t", _OBJECT_WIDTH),
+    "lineBreak": ("\n", 1),
+    "fwSpace": (" ", 1),
+    "nbSpace": (" ", 1),
+    "hyphen": ("-", 1),
+}
 # Run children whose text is not the body's: headers, footers, notes, memos and fields' settings live in hp:ctrl.
 _NOT_BODY = {"ctrl", "secPr", "equation", "script"}
 _SHAPE_TEXT = {"drawText", "caption"}  # a text box in a shape, a picture's or a shape's caption
-_SAFE_XML = {"resolve_entities": False, "no_network": True, "huge_tree": False, "remove_comments": True,
-             "remove_pis": True}
+_SAFE_XML = {
+    "resolve_entities": False,
+    "no_network": True,
+    "huge_tree": False,
+    "remove_comments": True,
+    "remove_pis": True,
+}
 
 
 def _damaged(source: str) -> str:
@@ -66,15 +76,19 @@ def read_hwpx(data: bytes, *, source: str) -> RawDocument:
     archive = open_archive(data, source=source, not_archive=f"{_damaged(source)}: it is not a .hwpx archive. {again}")
     names = archive.namelist()
     if _encrypted(archive, names):
-        raise DocumentError(f"{source} is protected with a password, so its text cannot be read. Please save it "
-                            "without a password and upload that.")
+        raise DocumentError(
+            f"{source} is protected with a password, so its text cannot be read. Please save it "
+            "without a password and upload that."
+        )
     numbered = {int(match.group(1)): name for name in names if (match := _SECTION.fullmatch(name))}
     sections = [numbered[number] for number in sorted(numbered)]
     if not sections:
         raise DocumentError(f"{source} is not a Hangul document: it has no Contents/section0.xml. {again}")
     if sum(archive.getinfo(name).file_size for name in sections) > MAX_XML_BYTES:
-        raise DocumentError(f"{source} holds more than {MAX_XML_BYTES / 1e6:g} MB of text, more than this app reads. "
-                            "Please upload the part you need.")
+        raise DocumentError(
+            f"{source} holds more than {MAX_XML_BYTES / 1e6:g} MB of text, more than this app reads. "
+            "Please upload the part you need."
+        )
     try:
         styles = _Styles.read(archive, names)
         writer = _HtmlWriter(styles, source)
@@ -85,11 +99,17 @@ def read_hwpx(data: bytes, *, source: str) -> RawDocument:
     except (etree.XMLSyntaxError, *ARCHIVE_ERRORS):  # a damaged part, or XML that is not well formed
         raise DocumentError(f"{_damaged(source)}: its text cannot be read. {again}") from None
     if not writer.has_text:
-        raise DocumentError(f"No text was found in {source}: it is empty, or holds only pictures. Please upload a "
-                            "document with text.")
+        raise DocumentError(
+            f"No text was found in {source}: it is empty, or holds only pictures. Please upload a document with text."
+        )
     writer.set_headings()
-    return RawDocument(text=lxml_html.tostring(writer.html, encoding="unicode"), is_html=True, source=source,
-                       encoding="hwpx", whole=True)
+    return RawDocument(
+        text=lxml_html.tostring(writer.html, encoding="unicode"),
+        is_html=True,
+        source=source,
+        encoding="hwpx",
+        whole=True,
+    )
 
 
 def _top_paragraphs(archive: zipfile.ZipFile, name: str) -> Iterator:
@@ -302,14 +322,17 @@ class _HtmlWriter:
             pieces.append(_Piece(position, text="".join(parts)))
         return position + width
 
-    def _write_paragraph(self, paragraph, parent, *, page_at_start: bool = False, in_cell: bool = False,
-                         on_page: bool = False) -> None:
+    def _write_paragraph(
+        self, paragraph, parent, *, page_at_start: bool = False, in_cell: bool = False, on_page: bool = False
+    ) -> None:
         """A paragraph into ``parent``: the body (``on_page`` for a section's own paragraphs, whose lines record
         their places on the page; a text box's record theirs in the box), or a cell, whose paragraphs are lines."""
         self.paragraphs += 1
         if self.paragraphs > MAX_PARAGRAPHS:
-            raise DocumentError(f"{self.source} has more than {MAX_PARAGRAPHS:,} paragraphs, more than this app reads. "
-                                "Please upload the part you need.")
+            raise DocumentError(
+                f"{self.source} has more than {MAX_PARAGRAPHS:,} paragraphs, more than this app reads. "
+                "Please upload the part you need."
+            )
         pieces = self._pieces(paragraph)
         if on_page:
             for start in self._page_starts(paragraph, page_at_start):
@@ -321,8 +344,12 @@ class _HtmlWriter:
             if on_page:
                 for text, size in runs:
                     self.sizes[size] += len(text.strip())
-            block = _Block(None, self.styles.level(paragraph), min(sizes) if sizes and None not in sizes else None,
-                           _heading_text("".join(text for text, _ in runs)))
+            block = _Block(
+                None,
+                self.styles.level(paragraph),
+                min(sizes) if sizes and None not in sizes else None,
+                _heading_text("".join(text for text, _ in runs)),
+            )
         for piece in pieces:
             if piece.text is not None:
                 element = self._write_text(piece.text, parent, in_cell)
@@ -339,8 +366,11 @@ class _HtmlWriter:
         their headings by size alone, short ones set at least HEADING_SCALE larger than most of the body text (h2,
         and h1 at the largest such size where there are several, as in a PDF)."""
         body = self.sizes.most_common(1)[0][0] if self.sizes else None
-        larger = {block.size for block in self.blocks
-                  if block.short and body and block.size and block.size >= body * HEADING_SCALE}
+        larger = {
+            block.size
+            for block in self.blocks
+            if block.short and body and block.size and block.size >= body * HEADING_SCALE
+        }
         top = max(larger) if len(larger) > 1 else None
         for block in self.blocks:
             if block.short and block.level:
@@ -357,8 +387,10 @@ class _HtmlWriter:
             self.has_text = True
         self.characters += len(text)
         if self.characters > MAX_HTML_CHARACTERS:
-            raise DocumentError(f"{self.source} holds more than {MAX_HTML_CHARACTERS:,} characters of text, more than "
-                                "this app reads. Please upload the part you need.")
+            raise DocumentError(
+                f"{self.source} holds more than {MAX_HTML_CHARACTERS:,} characters of text, more than "
+                "this app reads. Please upload the part you need."
+            )
         if in_cell:  # a cell's paragraphs are its lines
             if parent.text or len(parent):
                 etree.SubElement(parent, "br")

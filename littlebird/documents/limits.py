@@ -50,7 +50,8 @@ class Limits:
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> "Limits":
-        """``LITTLEBIRD_MAX_CHARACTERS``, ``LITTLEBIRD_QUESTION_SECONDS`` and ``LITTLEBIRD_MAX_TOKENS`` over the defaults."""
+        """``LITTLEBIRD_MAX_CHARACTERS``, ``LITTLEBIRD_QUESTION_SECONDS`` and ``LITTLEBIRD_MAX_TOKENS`` over the
+        defaults."""
         characters = environ.get("LITTLEBIRD_MAX_CHARACTERS", "").strip()
         seconds = environ.get("LITTLEBIRD_QUESTION_SECONDS", "").strip().lower()
         tokens = environ.get("LITTLEBIRD_MAX_TOKENS", "").strip().lower()

@@ -102,16 +102,21 @@ def tesseract_command(languages: str = LANGUAGES) -> str:
     except (OSError, subprocess.SubprocessError):
         installed = None
     if installed is None:
-        raise DocumentError("Reading scans and images needs Tesseract OCR, which is not installed here. Please "
-                            f"install it with its Korean data (on Debian or Ubuntu: {INSTALL_COMMAND}), or upload "
-                            "a PDF with a text layer.")
+        raise DocumentError(
+            "Reading scans and images needs Tesseract OCR, which is not installed here. Please "
+            f"install it with its Korean data (on Debian or Ubuntu: {INSTALL_COMMAND}), or upload "
+            "a PDF with a text layer."
+        )
     missing = [language for language in languages.split("+") if language not in installed]
     if missing:
         names = " and ".join(_LANGUAGE_PACKAGES.get(language, (language, ""))[0] for language in missing)
-        packages = " ".join(_LANGUAGE_PACKAGES.get(language, ("", f"tesseract-ocr-{language}"))[1]
-                            for language in missing)
-        raise DocumentError(f"Tesseract OCR is installed here without its {names} data, which reading scans and "
-                            f"images needs. Please install it (on Debian or Ubuntu: apt-get install {packages}).")
+        packages = " ".join(
+            _LANGUAGE_PACKAGES.get(language, ("", f"tesseract-ocr-{language}"))[1] for language in missing
+        )
+        raise DocumentError(
+            f"Tesseract OCR is installed here without its {names} data, which reading scans and "
+            f"images needs. Please install it (on Debian or Ubuntu: apt-get install {packages})."
+        )
     return command
 
 
@@ -125,9 +130,16 @@ def _installed_languages(command: str) -> frozenset[str]:
     return frozenset(line.strip() for line in lines[1:] if line.strip())
 
 
-def read_pictures(pictures: Iterable[Picture], *, n_pages: int, what: str, languages: str = LANGUAGES,
-                  seconds: float = OCR_SECONDS, started: float | None = None,
-                  workers: int | None = None) -> list[ScannedPage]:
+def read_pictures(
+    pictures: Iterable[Picture],
+    *,
+    n_pages: int,
+    what: str,
+    languages: str = LANGUAGES,
+    seconds: float = OCR_SECONDS,
+    started: float | None = None,
+    workers: int | None = None,
+) -> list[ScannedPage]:
     """Read ``pictures`` (``n_pages`` of them, each prepared only when its turn comes) by OCR, ``workers`` pages
     at a time (default: one per core, at most four), and return their pages in order.
 
@@ -142,9 +154,11 @@ def read_pictures(pictures: Iterable[Picture], *, n_pages: int, what: str, langu
     pending: deque[tuple[Picture, tuple[int, int], PageImage, Future]] = deque()
 
     def out_of_time() -> DocumentError:
-        return DocumentError(f"Reading {what} by OCR took longer than {seconds:g} seconds, the most this app spends "
-                             f"on it; {len(read)} of {n_pages} page{'s' if n_pages != 1 else ''} had been read by "
-                             "then. Please upload fewer pages at a time, or a PDF with a text layer.")
+        return DocumentError(
+            f"Reading {what} by OCR took longer than {seconds:g} seconds, the most this app spends "
+            f"on it; {len(read)} of {n_pages} page{'s' if n_pages != 1 else ''} had been read by "
+            "then. Please upload fewer pages at a time, or a PDF with a text layer."
+        )
 
     def finish_oldest() -> None:
         picture, size, page_image, future = pending.popleft()
@@ -160,8 +174,14 @@ def read_pictures(pictures: Iterable[Picture], *, n_pages: int, what: str, langu
                 if time.monotonic() >= deadline:
                     raise out_of_time()
                 size, data, page_image = _prepare(picture.image)
-                pending.append((picture, size, page_image,
-                                pool.submit(_recognise, command, data, languages, picture.dpi, deadline)))
+                pending.append(
+                    (
+                        picture,
+                        size,
+                        page_image,
+                        pool.submit(_recognise, command, data, languages, picture.dpi, deadline),
+                    )
+                )
                 while len(pending) >= workers:
                     finish_oldest()
             while pending:
@@ -184,8 +204,11 @@ def _prepare(image: "Image.Image") -> tuple[tuple[int, int], bytes, PageImage]:
     image = image.convert("L")
     if image.width * image.height > MAX_OCR_PIXELS:
         factor = math.sqrt(MAX_OCR_PIXELS / (image.width * image.height))
-        image = image.resize((max(1, int(image.width * factor)), max(1, int(image.height * factor))),
-                             Image.Resampling.LANCZOS, reducing_gap=3.0)
+        image = image.resize(
+            (max(1, int(image.width * factor)), max(1, int(image.height * factor))),
+            Image.Resampling.LANCZOS,
+            reducing_gap=3.0,
+        )
     data = io.BytesIO()
     image.save(data, "PNG", compress_level=1)
     small = image.copy()
@@ -211,16 +234,25 @@ def _tesseract(command: str, data: bytes, languages: str, dpi: int | None, deadl
         arguments += ["--dpi", str(dpi)]
     try:
         # One thread each: pages are read side by side instead, which is faster than threads within a page.
-        done = run_bounded([*arguments, "tsv"], data, seconds=deadline - time.monotonic(),
-                           memory_bytes=OCR_MEMORY_BYTES, environment={"OMP_THREAD_LIMIT": "1"})
+        done = run_bounded(
+            [*arguments, "tsv"],
+            data,
+            seconds=deadline - time.monotonic(),
+            memory_bytes=OCR_MEMORY_BYTES,
+            environment={"OMP_THREAD_LIMIT": "1"},
+        )
     except subprocess.TimeoutExpired:
         raise _OutOfTime() from None
     if done.returncode != 0:
         if done.returncode < 0 or b"alloc" in done.stderr.lower():
-            raise DocumentError(f"Reading a page by OCR needed more than {OCR_MEMORY_BYTES / 1e9:g} GB of memory, so "
-                                "it was not read. Please upload smaller pictures of the pages.")
-        raise DocumentError("Tesseract OCR could not read a page of this document. Please save the pages again as "
-                            "PNG or PDF and upload that.")
+            raise DocumentError(
+                f"Reading a page by OCR needed more than {OCR_MEMORY_BYTES / 1e9:g} GB of memory, so "
+                "it was not read. Please upload smaller pictures of the pages."
+            )
+        raise DocumentError(
+            "Tesseract OCR could not read a page of this document. Please save the pages again as "
+            "PNG or PDF and upload that."
+        )
     return parse_tsv(done.stdout.decode("utf-8", "replace"))
 
 
@@ -237,8 +269,13 @@ def _korean_words_kept(mixed: list[_Word], korean: list[_Word]) -> list[_Word]:
     kept = []
     for word in mixed:
         if _LATIN.search(word.text):
-            inside = [other for other in korean if other.top < word.bottom and other.bottom > word.top
-                      and word.left <= (other.left + other.right) / 2 <= word.right]
+            inside = [
+                other
+                for other in korean
+                if other.top < word.bottom
+                and other.bottom > word.top
+                and word.left <= (other.left + other.right) / 2 <= word.right
+            ]
             if inside and all(_HANGUL.search(other.text) for other in inside):
                 kept += [replace(other, paragraph=word.paragraph, line=word.line) for other in inside]
                 continue
@@ -257,8 +294,9 @@ def parse_tsv(tsv: str) -> list[_Word]:
         block, paragraph, line = int(fields[2]), int(fields[3]), int(fields[4])
         left, top, width, height = (int(value) for value in fields[6:10])
         for text in fields[11].split():
-            words.append(_Word(text, left, top, left + width, top + height, (block, paragraph),
-                               (block, paragraph, line)))
+            words.append(
+                _Word(text, left, top, left + width, top + height, (block, paragraph), (block, paragraph, line))
+            )
     return words
 
 
@@ -275,17 +313,22 @@ def _scanned_page(number: int, words: list[_Word], size: tuple[int, int], image:
     for word in words:
         lines.setdefault(word.line, []).append(word)
     # A line's top and bottom are its words' middle ones: Tesseract gives some Hangul syllables boxes far too tall.
-    extents = {key: (statistics.median(w.top for w in line), statistics.median(w.bottom for w in line))
-               for key, line in lines.items()}
+    extents = {
+        key: (statistics.median(w.top for w in line), statistics.median(w.bottom for w in line))
+        for key, line in lines.items()
+    }
     keys = list(extents)
     usual = statistics.median(bottom - top for top, bottom in extents.values()) if keys else 0
     pitches = [extents[b][0] - extents[a][0] for a, b in zip(keys, keys[1:]) if a[:2] == b[:2]]
     pitch = statistics.median(pitches) if pitches else None
     paragraphs: list[list[tuple[int, int, int]]] = []
     for previous, key in zip([None, *keys], keys):
-        if previous is None or key[:2] != previous[:2] \
-                or (pitch and extents[key][0] - extents[previous][0] > _PARAGRAPH_PITCH * pitch) \
-                or _ratio(extents[key][1] - extents[key][0], extents[previous][1] - extents[previous][0]) > _HEADING_HEIGHT:
+        if (
+            previous is None
+            or key[:2] != previous[:2]
+            or (pitch and extents[key][0] - extents[previous][0] > _PARAGRAPH_PITCH * pitch)
+            or _ratio(extents[key][1] - extents[key][0], extents[previous][1] - extents[previous][0]) > _HEADING_HEIGHT
+        ):
             paragraphs.append([])
         paragraphs[-1].append(key)
     blocks, boxes = [], []
@@ -293,7 +336,9 @@ def _scanned_page(number: int, words: list[_Word], size: tuple[int, int], image:
         paragraph = [word for key in group for word in lines[key]]
         text = " ".join(word.text for word in paragraph)
         top, bottom = extents[group[0]]
-        heading = len(group) == 1 and len(paragraphs) > 1 and len(text) <= 150 and bottom - top > _HEADING_HEIGHT * usual
+        heading = (
+            len(group) == 1 and len(paragraphs) > 1 and len(text) <= 150 and bottom - top > _HEADING_HEIGHT * usual
+        )
         blocks.append(TextBlock("<h2>" if heading else "<p>", ((text, number),)))
         boxes += [WordBox(number, word.left, word.top, word.right, word.bottom, word.text) for word in paragraph]
     return ScannedPage(number, tuple(blocks), tuple(boxes), image)

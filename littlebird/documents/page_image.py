@@ -46,8 +46,11 @@ def answer_crop(document: Document, start: int, end: int) -> bytes | None:
     width = max(2, round(height / 8))
     margin = width + 2
     for left, line_top, right, line_bottom in lines:
-        draw.rectangle((left - margin, line_top - top - margin, right + margin, line_bottom - top + margin),
-                       outline=ANSWER_COLOUR, width=width)
+        draw.rectangle(
+            (left - margin, line_top - top - margin, right + margin, line_bottom - top + margin),
+            outline=ANSWER_COLOUR,
+            width=width,
+        )
     out = io.BytesIO()
     crop.save(out, "PNG")
     return out.getvalue()

@@ -6,9 +6,10 @@ recognise: lines that repeat at the top or bottom of most pages (running heads, 
 lines join into paragraphs (a hyphen that only split a word at a line's end goes too), a paragraph cut by a
 page break continues on the next page, and lines set larger than the body text, or named by the PDF's
 outline, become headings. A page without a text layer (a scan) is rendered by PDFium in another child process
-(:mod:`littlebird.documents.pdf_render`, at most :data:`RENDER_DPI` and :data:`~littlebird.documents.ocr.MAX_OCR_PIXELS`)
-and read by OCR (:mod:`littlebird.documents.ocr`); the pages with text keep it as it is. :func:`littlebird.documents.clean.clean_document`
-writes the blocks with the offsets where each page starts in the shown text (``Document.page_starts``).
+(:mod:`littlebird.documents.pdf_render`, at most :data:`RENDER_DPI` and
+:data:`~littlebird.documents.ocr.MAX_OCR_PIXELS`) and read by OCR (:mod:`littlebird.documents.ocr`); the pages with
+text keep it as it is. :func:`littlebird.documents.clean.clean_document` writes the blocks with the offsets where
+each page starts in the shown text (``Document.page_starts``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,15 @@ from littlebird.documents import formats
 from littlebird.documents.child import run_bounded
 from littlebird.documents.decode import RawDocument, TextBlock
 from littlebird.documents.errors import DocumentError
-from littlebird.documents.ocr import (MAX_OCR_PIXELS, MAX_SCAN_PAGES, OCR_SECONDS, Picture, ScannedPage, read_pictures,
-                                      tesseract_command)
+from littlebird.documents.ocr import (
+    MAX_OCR_PIXELS,
+    MAX_SCAN_PAGES,
+    OCR_SECONDS,
+    Picture,
+    ScannedPage,
+    read_pictures,
+    tesseract_command,
+)
 
 MAX_PDF_PAGES = 2000
 PDF_SECONDS = 20.0  # reading the text layer; a page of text takes a few milliseconds
@@ -38,8 +46,9 @@ RENDER_DPI = 300  # a scanned page is rendered for OCR at this resolution, or lo
 _WORKER = Path(__file__).with_name("pdf_text.py")
 _RENDERER = Path(__file__).with_name("pdf_render.py")
 
-_PAGE_NUMBER = re.compile(r"^[\s\-–—(\[]*((page|p\.|페이지)\s*)?\d{1,4}(\s*(/|of|쪽|페이지)\s*\d{0,4})?[\s\-–—)\]쪽]*$",
-                          re.IGNORECASE)
+_PAGE_NUMBER = re.compile(
+    r"^[\s\-–—(\[]*((page|p\.|페이지)\s*)?\d{1,4}(\s*(/|of|쪽|페이지)\s*\d{0,4})?[\s\-–—)\]쪽]*$", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"[.!?。:;\"'”’)\]]$|[다요함음됨임]\.?$")
 _SOFT_HYPHENS = ("\xad", "\x02")  # PDFium marks a hyphen it knows split a word with \x02
 
@@ -58,25 +67,37 @@ class Line:
     cells: list[list] | None = None  # a table row's cells: [start, end, left, right] of each in ``text``
 
 
-def read_pdf_lines(data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
-                   memory_bytes: int = PDF_MEMORY_BYTES) -> dict:
+def read_pdf_lines(
+    data: bytes, *, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS, memory_bytes: int = PDF_MEMORY_BYTES
+) -> dict:
     """Run :mod:`littlebird.documents.pdf_text` on ``data`` in a child process, bounded in memory and time.
 
     Returns its JSON object; raises DocumentError, in words for the user, for a PDF that takes longer than
     ``seconds``, needs more than ``memory_bytes``, or crashes PDFium.
     """
     try:
-        done = run_bounded([sys.executable, str(_WORKER), str(max_pages)], data, seconds=seconds,
-                           memory_bytes=memory_bytes, environment={"PYTHONIOENCODING": "utf-8"})
+        done = run_bounded(
+            [sys.executable, str(_WORKER), str(max_pages)],
+            data,
+            seconds=seconds,
+            memory_bytes=memory_bytes,
+            environment={"PYTHONIOENCODING": "utf-8"},
+        )
     except subprocess.TimeoutExpired:
-        raise DocumentError(f"Reading this PDF's text took longer than {seconds:g} seconds, the most this app spends "
-                            "on it. Please upload the pages you need as a smaller PDF.") from None
+        raise DocumentError(
+            f"Reading this PDF's text took longer than {seconds:g} seconds, the most this app spends "
+            "on it. Please upload the pages you need as a smaller PDF."
+        ) from None
     if done.returncode != 0:
         if b"MemoryError" in done.stderr or done.returncode < 0:
-            raise DocumentError(f"Reading this PDF needs more than {memory_bytes / 1e9:g} GB of memory (its compressed "
-                                "parts inflate to far more than the file), so it was not read. Please upload the "
-                                "pages you need as a smaller PDF.")
-        raise DocumentError("This PDF could not be read: it is damaged. Please save or export it again and upload that.")
+            raise DocumentError(
+                f"Reading this PDF needs more than {memory_bytes / 1e9:g} GB of memory (its compressed "
+                "parts inflate to far more than the file), so it was not read. Please upload the "
+                "pages you need as a smaller PDF."
+            )
+        raise DocumentError(
+            "This PDF could not be read: it is damaged. Please save or export it again and upload that."
+        )
     return json.loads(done.stdout.decode("utf-8"))
 
 
@@ -123,8 +144,13 @@ def table_runs(lines: list[Line]) -> list[tuple[int, int, list[tuple[float, floa
             index += 1
             continue
         end = index
-        while (end < len(lines) and lines[end].cells and lines[end].size is not None
-               and abs(lines[end].size - line.size) <= 0.5 and lines[end].page == line.page):
+        while (
+            end < len(lines)
+            and lines[end].cells
+            and lines[end].size is not None
+            and abs(lines[end].size - line.size) <= 0.5
+            and lines[end].page == line.page
+        ):
             end += 1
         widest = max(lines[index:end], key=lambda candidate: len(candidate.cells))
         columns = [(left, right) for _, _, left, right in widest.cells]
@@ -162,8 +188,9 @@ def _furniture_key(line: Line) -> tuple[str, int | None]:
     return re.sub(r"\d+", "#", " ".join(line.text.lower().split())), None if line.top is None else round(line.top / 4)
 
 
-def drop_furniture(pages: list[list[Line]], body: float | None,
-                   heights: list[list[float] | None] | None = None) -> list[list[Line]]:
+def drop_furniture(
+    pages: list[list[Line]], body: float | None, heights: list[list[float] | None] | None = None
+) -> list[list[Line]]:
     """Each page without its running heads and footers: a line among the first or last two of a page, in the
     top or bottom tenth of where the document has text and of its page (``heights``: each page's [bottom, top]),
     that recurs, numbers aside, at that height on at least half the pages (three or more), and page numbers
@@ -177,13 +204,19 @@ def drop_furniture(pages: list[list[Line]], body: float | None,
         if line.top is None:
             return True
         extent = heights[line.page - 1] if heights and line.page <= len(heights) else None
-        on_page = extent is None or line.bottom <= extent[0] + (extent[1] - extent[0]) / 10 \
+        on_page = (
+            extent is None
+            or line.bottom <= extent[0] + (extent[1] - extent[0]) / 10
             or line.top >= extent[1] - (extent[1] - extent[0]) / 10
+        )
         return on_page and (line.top >= max(tops) - margin or line.bottom <= min(bottoms) + margin)
 
     def edges(lines: list[Line]) -> list[Line]:
-        return [line for line in lines[:2] + lines[-2:]
-                if in_margin(line) and not (body and line.size and line.size >= body * 1.15)]
+        return [
+            line
+            for line in lines[:2] + lines[-2:]
+            if in_margin(line) and not (body and line.size and line.size >= body * 1.15)
+        ]
 
     counts = Counter()
     for lines in pages:
@@ -272,8 +305,11 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
             tables[id(lines[first])] = (lines[first:end], columns)
     in_table = {id(line) for rows, _ in tables.values() for line in rows}
     every = [line for lines in pages for line in lines]
-    headings = {key: level for key, level in _heading_levels(every, body, extracted.get("outline") or []).items()
-                if key not in in_table}
+    headings = {
+        key: level
+        for key, level in _heading_levels(every, body, extracted.get("outline") or []).items()
+        if key not in in_table
+    }
     body_lines = [line for line in every if id(line) not in headings and line.size == body]
     gaps = [gap for gap in map(_gap, body_lines, body_lines[1:]) if gap is not None and abs(gap) < 3 * body]
     gap = statistics.median(gaps) if gaps else None
@@ -309,9 +345,16 @@ def blocks_from_pages(extracted: dict) -> tuple[list[TextBlock], int]:
     return blocks, len(pages)
 
 
-def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, seconds: float = PDF_SECONDS,
-             memory_bytes: int = PDF_MEMORY_BYTES, max_scan_pages: int = MAX_SCAN_PAGES,
-             ocr_seconds: float = OCR_SECONDS) -> RawDocument:
+def read_pdf(
+    data: bytes,
+    *,
+    source: str,
+    max_pages: int = MAX_PDF_PAGES,
+    seconds: float = PDF_SECONDS,
+    memory_bytes: int = PDF_MEMORY_BYTES,
+    max_scan_pages: int = MAX_SCAN_PAGES,
+    ocr_seconds: float = OCR_SECONDS,
+) -> RawDocument:
     """A PDF's text as a RawDocument whose ``blocks`` keep its headings, paragraphs and pages: the text layer's, and
     for the pages without one (scanned), what OCR reads on them, with the words' boxes and the pages' images.
 
@@ -322,42 +365,64 @@ def read_pdf(data: bytes, *, source: str, max_pages: int = MAX_PDF_PAGES, second
     """
     start = time.perf_counter()
     if not data.lstrip()[:1024].startswith(b"%PDF") and b"%PDF-" not in data[:1024]:
-        raise DocumentError(f"{source} is not a PDF: it does not start as one. If it is another kind of document, "
-                            f"please give it its own extension ({', '.join(formats.suffixes())}).")
+        raise DocumentError(
+            f"{source} is not a PDF: it does not start as one. If it is another kind of document, "
+            f"please give it its own extension ({', '.join(formats.suffixes())})."
+        )
     extracted = read_pdf_lines(data, max_pages=max_pages, seconds=seconds, memory_bytes=memory_bytes)
     error = extracted.get("error")
     if error == "password":
-        raise DocumentError("This PDF is protected with a password, so its text cannot be read. Please upload a copy "
-                            "saved without the password.")
+        raise DocumentError(
+            "This PDF is protected with a password, so its text cannot be read. Please upload a copy "
+            "saved without the password."
+        )
     if error == "damaged":
-        raise DocumentError("This PDF could not be read: it is damaged or incomplete. Please save or export it again "
-                            "and upload that.")
+        raise DocumentError(
+            "This PDF could not be read: it is damaged or incomplete. Please save or export it again and upload that."
+        )
     if error == "pages":
-        raise DocumentError(f"This PDF has {extracted['pages']:,} pages; this app reads at most {max_pages:,}. Please "
-                            "upload the pages you need as a smaller PDF.")
+        raise DocumentError(
+            f"This PDF has {extracted['pages']:,} pages; this app reads at most {max_pages:,}. Please "
+            "upload the pages you need as a smaller PDF."
+        )
     blocks, n_pages = blocks_from_pages(extracted)
     heights = extracted.get("heights") or [None] * n_pages
-    scanned = [number for number, (lines, height) in enumerate(zip(extracted["pages"], heights), start=1)
-               if not lines and height is not None]
+    scanned = [
+        number
+        for number, (lines, height) in enumerate(zip(extracted["pages"], heights), start=1)
+        if not lines and height is not None
+    ]
     if len(scanned) > max_scan_pages:
-        raise DocumentError(f"This PDF has {len(scanned):,} pages without a text layer (scanned); this app reads at "
-                            f"most {max_scan_pages:,} scanned pages per document by OCR. Please upload the pages you "
-                            "need as a smaller PDF, or a PDF with a text layer.")
+        raise DocumentError(
+            f"This PDF has {len(scanned):,} pages without a text layer (scanned); this app reads at "
+            f"most {max_scan_pages:,} scanned pages per document by OCR. Please upload the pages you "
+            "need as a smaller PDF, or a PDF with a text layer."
+        )
     pages = _read_scanned_pages(data, scanned, seconds=ocr_seconds, memory_bytes=memory_bytes) if scanned else []
     # Each scanned page's paragraphs go where the page is (a page has a text layer or is scanned, never both).
     blocks = sorted([*blocks, *(block for page in pages for block in page.blocks)], key=lambda b: b.pieces[0][1])
     if not blocks:
-        raise DocumentError(f"No text was found in this PDF: it has no text layer, and OCR found no text on its "
-                            f"{n_pages} page{'s' if n_pages != 1 else ''} (blank, or text too small or faint to "
-                            "read). Please upload a sharper scan, or a PDF with selectable text.")
+        raise DocumentError(
+            f"No text was found in this PDF: it has no text layer, and OCR found no text on its "
+            f"{n_pages} page{'s' if n_pages != 1 else ''} (blank, or text too small or faint to "
+            "read). Please upload a sharper scan, or a PDF with selectable text."
+        )
     text = "\n\n".join("".join(piece for piece, _ in block.pieces) for block in blocks)
     page_images = [None] * n_pages
     for page in pages:
         page_images[page.number - 1] = page.image
-    return RawDocument(text=text, is_html=False, source=source, encoding="pdf",
-                       fetch_seconds=time.perf_counter() - start, blocks=tuple(blocks), n_pages=n_pages,
-                       title=extracted.get("title"), boxes=tuple(box for page in pages for box in page.boxes),
-                       page_images=tuple(page_images) if pages else ())
+    return RawDocument(
+        text=text,
+        is_html=False,
+        source=source,
+        encoding="pdf",
+        fetch_seconds=time.perf_counter() - start,
+        blocks=tuple(blocks),
+        n_pages=n_pages,
+        title=extracted.get("title"),
+        boxes=tuple(box for page in pages for box in page.boxes),
+        page_images=tuple(page_images) if pages else (),
+    )
 
 
 def _read_scanned_pages(data: bytes, numbers: list[int], *, seconds: float, memory_bytes: int) -> list[ScannedPage]:
@@ -367,19 +432,32 @@ def _read_scanned_pages(data: bytes, numbers: list[int], *, seconds: float, memo
     tesseract_command()  # before rendering: without it nothing rendered could be read
     with tempfile.TemporaryDirectory(prefix="littlebird-scan-") as folder:
         try:
-            done = run_bounded([sys.executable, str(_RENDERER), folder, str(MAX_OCR_PIXELS), str(RENDER_DPI),
-                                *map(str, numbers)], data, seconds=seconds, memory_bytes=memory_bytes)
+            done = run_bounded(
+                [sys.executable, str(_RENDERER), folder, str(MAX_OCR_PIXELS), str(RENDER_DPI), *map(str, numbers)],
+                data,
+                seconds=seconds,
+                memory_bytes=memory_bytes,
+            )
         except subprocess.TimeoutExpired:
-            raise DocumentError(f"Rendering this PDF's {len(numbers)} scanned pages for OCR took longer than "
-                                f"{seconds:g} seconds, the most this app spends on them. Please upload fewer pages "
-                                "at a time, or a PDF with a text layer.") from None
+            raise DocumentError(
+                f"Rendering this PDF's {len(numbers)} scanned pages for OCR took longer than "
+                f"{seconds:g} seconds, the most this app spends on them. Please upload fewer pages "
+                "at a time, or a PDF with a text layer."
+            ) from None
         if done.returncode != 0:
-            raise DocumentError(f"Rendering this PDF's scanned pages for OCR needs more than {memory_bytes / 1e9:g} GB "
-                                "of memory, or crashed, so they were not read. Please upload the pages you need as a "
-                                "smaller PDF.")
+            raise DocumentError(
+                f"Rendering this PDF's scanned pages for OCR needs more than {memory_bytes / 1e9:g} GB "
+                "of memory, or crashed, so they were not read. Please upload the pages you need as a "
+                "smaller PDF."
+            )
         rendered = json.loads(done.stdout.decode("utf-8")).get("dpi", {})
-        return read_pictures(_rendered(Path(folder), numbers, rendered), n_pages=len(numbers),
-                             what="this PDF's scanned pages", seconds=seconds, started=started)
+        return read_pictures(
+            _rendered(Path(folder), numbers, rendered),
+            n_pages=len(numbers),
+            what="this PDF's scanned pages",
+            seconds=seconds,
+            started=started,
+        )
 
 
 def _rendered(folder: Path, numbers: list[int], dpi: dict[str, int]):

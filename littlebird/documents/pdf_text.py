@@ -1,9 +1,9 @@
 """PDF bytes -> the text lines of each page, with their font size and place: the part of reading a PDF that runs PDFium.
 
-It runs in a child process (``python littlebird/documents/pdf_text.py < file.pdf``, started by :mod:`littlebird.documents.pdf`)
-under a memory and a time limit, because PDFium inflates compressed streams without bound: a 1 MB file can
-ask for gigabytes. So this file imports nothing of ``littlebird`` (whose package import loads torch), reads the
-PDF from standard input and writes one JSON object to standard output:
+It runs in a child process (``python littlebird/documents/pdf_text.py < file.pdf``, started by
+:mod:`littlebird.documents.pdf`) under a memory and a time limit, because PDFium inflates compressed streams without
+bound: a 1 MB file can ask for gigabytes. So this file imports nothing of ``littlebird`` (whose package import loads
+torch), reads the PDF from standard input and writes one JSON object to standard output:
 
 ``{"pages": [[line, ...], ...], "heights": [[bottom, top], ...], "outline": [[level, title, page], ...],
 "title": str | null}`` where a line is ``[text, font size, top, bottom, left, right]`` (points, y growing upwards;
@@ -33,8 +33,13 @@ def _line_geometry(textpage, first: int, last: int) -> tuple[float, float, float
     sizes = sorted(pdfium_raw.FPDFText_GetFontSize(textpage, i) for i in (first, middle, last))
     left, bottom_first, _, top_first = textpage.get_charbox(first)
     _, bottom_last, right, top_last = textpage.get_charbox(last)
-    return round(sizes[1], 2), round(max(top_first, top_last), 2), round(min(bottom_first, bottom_last), 2), \
-        round(left, 2), round(right, 2)
+    return (
+        round(sizes[1], 2),
+        round(max(top_first, top_last), 2),
+        round(min(bottom_first, bottom_last), 2),
+        round(left, 2),
+        round(right, 2),
+    )
 
 
 def cell_groups(textpage, text: str, first: int, size: float) -> list[list] | None:
@@ -51,8 +56,10 @@ def cell_groups(textpage, text: str, first: int, size: float) -> list[list] | No
     if not groups:
         return None
     groups.append([start, len(text)])
-    return [[a, b, round(textpage.get_charbox(first + a)[0], 2), round(textpage.get_charbox(first + b - 1)[2], 2)]
-            for a, b in groups]
+    return [
+        [a, b, round(textpage.get_charbox(first + a)[0], 2), round(textpage.get_charbox(first + b - 1)[2], 2)]
+        for a, b in groups
+    ]
 
 
 def page_lines(page) -> list[list]:
@@ -90,8 +97,9 @@ def extract(data: bytes, *, max_pages: int) -> dict:
     try:
         pdf = pdfium.PdfDocument(data)
     except pdfium.PdfiumError as error:
-        return {"error": "password" if "password" in str(error).lower() or "security" in str(error).lower()
-                else "damaged"}
+        return {
+            "error": "password" if "password" in str(error).lower() or "security" in str(error).lower() else "damaged"
+        }
     try:
         n_pages = len(pdf)
         if n_pages > max_pages:

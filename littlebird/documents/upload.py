@@ -26,8 +26,9 @@ def _read_source(path_or_bytes, max_bytes: int) -> tuple[bytes, str | None]:
     raise TypeError(f"read_upload expects a path, bytes or a file object, not {type(path_or_bytes).__name__}")
 
 
-def read_upload(path_or_bytes, *, filename: str | None = None, max_bytes: int = MAX_TEXT_BYTES,
-                max_file_bytes: int = MAX_FILE_BYTES) -> RawDocument:
+def read_upload(
+    path_or_bytes, *, filename: str | None = None, max_bytes: int = MAX_TEXT_BYTES, max_file_bytes: int = MAX_FILE_BYTES
+) -> RawDocument:
     """Read an uploaded file of any format in :data:`littlebird.documents.formats.FORMATS`.
 
     ``path_or_bytes`` is a path, the file's bytes or an open binary file. ``filename`` (the name
@@ -40,22 +41,37 @@ def read_upload(path_or_bytes, *, filename: str | None = None, max_bytes: int = 
     suffix = Path(name).suffix.lower() if name else ""
     format = formats.by_suffix(suffix) if name else formats.by_first_bytes(data) or formats.TEXT
     if format is None:
-        raise DocumentError(f"Files of type {suffix or 'without an extension'} cannot be read. "
-                            f"Please upload one of: {', '.join(formats.suffixes())}.")
-    return read_file(data, format, source=name or "uploaded file", sniff=not name,
-                     max_bytes=max_bytes if format.is_text else max_file_bytes)
+        raise DocumentError(
+            f"Files of type {suffix or 'without an extension'} cannot be read. "
+            f"Please upload one of: {', '.join(formats.suffixes())}."
+        )
+    return read_file(
+        data,
+        format,
+        source=name or "uploaded file",
+        sniff=not name,
+        max_bytes=max_bytes if format.is_text else max_file_bytes,
+    )
 
 
-def read_file(data: bytes, format: Format, *, source: str, max_bytes: int | None = None,
-              declared: str | None = None, sniff: bool = False) -> RawDocument:
+def read_file(
+    data: bytes,
+    format: Format,
+    *,
+    source: str,
+    max_bytes: int | None = None,
+    declared: str | None = None,
+    sniff: bool = False,
+) -> RawDocument:
     """``data``, a file of ``format``, as a RawDocument: its reader's, or decoded (``declared``: the charset a
     server gave) for the text formats, as HTML when the format is or, with ``sniff`` (nothing named the
     format), when the text looks like it. Raises DocumentError for an empty file or one over ``max_bytes``
     (default: the format's own limit)."""
     limit = format.max_bytes if max_bytes is None else max_bytes
     if len(data) > limit:
-        raise DocumentError(f"The file is larger than {limit / 1e6:g} MB. Please upload a smaller file or paste the "
-                            "part you need.")
+        raise DocumentError(
+            f"The file is larger than {limit / 1e6:g} MB. Please upload a smaller file or paste the part you need."
+        )
     if not format.is_text:
         if not data:
             raise DocumentError("The file is empty. Please upload a file that contains text.")

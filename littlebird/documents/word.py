@@ -32,22 +32,36 @@ def read_docx(data: bytes, *, source: str) -> RawDocument:
     one that is not a Word document or is damaged, and a zip bomb (:func:`littlebird.documents.archive.open_archive`).
     """
     if data.startswith(_OLE):
-        raise DocumentError(f"{source} is protected with a password or saved in the old Word format (.doc), so its "
-                            "text cannot be read. Please save it as a .docx without a password and upload that.")
-    archive = open_archive(data, source=source, not_archive=f"{source} is not a Word document, or it is damaged: "
-                           "it is not a .docx archive. Please save or export it again and upload that.")
+        raise DocumentError(
+            f"{source} is protected with a password or saved in the old Word format (.doc), so its "
+            "text cannot be read. Please save it as a .docx without a password and upload that."
+        )
+    archive = open_archive(
+        data,
+        source=source,
+        not_archive=f"{source} is not a Word document, or it is damaged: "
+        "it is not a .docx archive. Please save or export it again and upload that.",
+    )
     if "word/document.xml" not in archive.namelist():
-        raise DocumentError(f"{source} is not a Word document: it has no word/document.xml. Please upload a .docx "
-                            "saved by Word, LibreOffice or Google Docs.")
+        raise DocumentError(
+            f"{source} is not a Word document: it has no word/document.xml. Please upload a .docx "
+            "saved by Word, LibreOffice or Google Docs."
+        )
     import mammoth
 
     try:
         converted = mammoth.convert_to_html(io.BytesIO(_with_page_marks(archive)), style_map=_STYLE_MAP)
     except Exception:  # mammoth raises assorted errors (KeyError, XML parse errors) on damaged parts
-        raise DocumentError(f"{source} could not be read: the Word document is damaged. Please save or export it "
-                            "again and upload that.") from None
-    return RawDocument(text=f"<html><body>{_cells_without_paragraphs(converted.value)}</body></html>", is_html=True,
-                       source=source, encoding="docx", whole=True)
+        raise DocumentError(
+            f"{source} could not be read: the Word document is damaged. Please save or export it again and upload that."
+        ) from None
+    return RawDocument(
+        text=f"<html><body>{_cells_without_paragraphs(converted.value)}</body></html>",
+        is_html=True,
+        source=source,
+        encoding="docx",
+        whole=True,
+    )
 
 
 def _with_page_marks(archive: zipfile.ZipFile) -> bytes:

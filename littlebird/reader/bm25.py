@@ -13,8 +13,9 @@ from .plan import Plan
 from .steps import ReadingContext, WindowStep
 
 
-def first_pass(question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-               tokenizer) -> tuple[list[int], np.ndarray | None]:
+def first_pass(
+    question_ids: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int, tokenizer
+) -> tuple[list[int], np.ndarray | None]:
     """Every index of ``starts`` in reading order, the likeliest to hold the answer first (BM25,
     :mod:`littlebird.window_ranking`; ties in document order), and the windows' BM25 scores (None for
     a document of one window: there is nothing to rank, so nothing is scored)."""
@@ -30,7 +31,8 @@ class Bm25Ranking(WindowStep):
     place = 10
 
     def run(self, plan: Plan, context: ReadingContext) -> None:
-        plan.ranked, plan.lexical = first_pass(plan.question_terms, plan.encoded.input_ids, plan.every_start,
-                                               plan.capacity, context.tokenizer)
+        plan.ranked, plan.lexical = first_pass(
+            plan.question_terms, plan.encoded.input_ids, plan.every_start, plan.capacity, context.tokenizer
+        )
         max_windows = context.options.max_windows
         plan.order = plan.ranked if max_windows is None else plan.ranked[:max_windows]

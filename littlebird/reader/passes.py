@@ -29,9 +29,18 @@ class WindowLogits:
 
     def head(self, k: int) -> "WindowLogits":
         """The logits of the first ``k`` windows read: what the reader had after reading ``k``."""
-        return WindowLogits(*(None if a is None else a[:k] for a in (
-            self.top_start_indices, self.top_start_logits, self.top_end_logits, self.answerable_logits,
-            self.start_log_normalizers)))
+        return WindowLogits(
+            *(
+                None if a is None else a[:k]
+                for a in (
+                    self.top_start_indices,
+                    self.top_start_logits,
+                    self.top_end_logits,
+                    self.answerable_logits,
+                    self.start_log_normalizers,
+                )
+            )
+        )
 
 
 class ReadingStopped(Exception):
@@ -44,11 +53,19 @@ def _check(should_stop: Callable[[], bool] | None) -> None:
         raise ReadingStopped("the reading was stopped before it finished: its answer is no longer wanted")
 
 
-def run_windows(model: ReadingModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, top_k_starts: int,
-                max_answer_length: int, batch_size: int = 1, deadline: float | None = None,
-                on_window: Callable[[int, int], None] | None = None,
-                should_stop: Callable[[], bool] | None = None,
-                enough: Callable[[WindowLogits], bool] | None = None) -> WindowLogits:
+def run_windows(
+    model: ReadingModel,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    top_k_starts: int,
+    max_answer_length: int,
+    batch_size: int = 1,
+    deadline: float | None = None,
+    on_window: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    enough: Callable[[WindowLogits], bool] | None = None,
+) -> WindowLogits:
     """One forward per ``batch_size`` windows, stopping between batches once ``time.monotonic()``
     passes ``deadline`` (the first batch always runs, so there is something to answer from), or
     once ``enough(logits so far)`` says the windows read suffice.
@@ -66,9 +83,12 @@ def run_windows(model: ReadingModel, input_ids: torch.Tensor, attention_mask: to
                 break
             if outputs and enough is not None and enough(_window_logits(outputs, normalizers)):
                 break
-            out = model(input_ids=input_ids[first : first + batch_size].to(device),
-                        attention_mask=attention_mask[first : first + batch_size].to(device),
-                        top_k_starts=top_k_starts, max_answer_length=max_answer_length)
+            out = model(
+                input_ids=input_ids[first : first + batch_size].to(device),
+                attention_mask=attention_mask[first : first + batch_size].to(device),
+                top_k_starts=top_k_starts,
+                max_answer_length=max_answer_length,
+            )
             outputs.append([out.top_start_indices, out.top_start_logits, out.top_end_logits, out.answerable_logits])
             every_start = getattr(out, "start_logits", None)  # padding is masked to the dtype's minimum
             every_start = out.top_start_logits if every_start is None else every_start
@@ -82,9 +102,13 @@ def _window_logits(outputs: list, normalizers: list) -> WindowLogits:
     """The numpy WindowLogits of the model outputs collected so far."""
     indices, starts, ends, answerable = (torch.cat(parts).cpu() for parts in zip(*outputs))
     # bf16 logits have no numpy type; float32 is exact for them.
-    return WindowLogits(indices.numpy(), impossible_as_minus_infinity(starts.float().numpy()),
-                        impossible_as_minus_infinity(ends.float().numpy()), answerable.float().numpy(),
-                        torch.cat(normalizers).cpu().numpy())
+    return WindowLogits(
+        indices.numpy(),
+        impossible_as_minus_infinity(starts.float().numpy()),
+        impossible_as_minus_infinity(ends.float().numpy()),
+        answerable.float().numpy(),
+        torch.cat(normalizers).cpu().numpy(),
+    )
 
 
 def impossible_as_minus_infinity(logits: np.ndarray) -> np.ndarray:

@@ -9,8 +9,16 @@ from typing import Sequence
 import numpy as np
 
 from ..reading_options import ReadingOptions
-from .layout import (SpecialIds, default_stride, question_cap, question_prefix, special_ids, tokenize_questions,
-                     window_capacity, window_starts)
+from .layout import (
+    SpecialIds,
+    default_stride,
+    question_cap,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+    window_capacity,
+    window_starts,
+)
 from .model import ReadingModel, window_length
 from .tokens import EncodedText, encode_text
 
@@ -65,8 +73,16 @@ class Plan:
         self.prior = None if self.prior is None else self.prior[list(places)]
 
 
-def plan_windows(question: str, text: str, *, model: ReadingModel, tokenizer, options: ReadingOptions,
-                 model_text: str | None = None, model_to_text=None) -> Plan:
+def plan_windows(
+    question: str,
+    text: str,
+    *,
+    model: ReadingModel,
+    tokenizer,
+    options: ReadingOptions,
+    model_text: str | None = None,
+    model_to_text=None,
+) -> Plan:
     """The windows of ``text`` (read as ``model_text``, see :func:`littlebird.reader.read`) for ``question``, in
     document order, all of them to be read."""
     max_length = window_length(model, options.max_length)
@@ -79,5 +95,6 @@ def plan_windows(question: str, text: str, *, model: ReadingModel, tokenizer, op
     stride = default_stride(max_length or capacity) if options.stride is None else options.stride
     every_start = window_starts(n_tokens, capacity, stride)
     every = list(range(len(every_start)))
-    return Plan(text, encoded, ids, question_ids, max_length, prefix, capacity, every_start, ranked=every,
-                order=list(every))
+    return Plan(
+        text, encoded, ids, question_ids, max_length, prefix, capacity, every_start, ranked=every, order=list(every)
+    )

@@ -16,10 +16,20 @@ from .steps import ReadingContext, window_steps
 from .stopping import StopRule, stop_rules, why_stopped
 
 
-def read(question: str, text: str, *, model: ReadingModel, tokenizer, options: ReadingOptions = DEFAULT_READING,
-         model_text: str | None = None, model_to_text=None, tidy: Tidy | None = None,
-         on_window: Callable[[int, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
-         on_pass: Callable[[str], None] | None = None) -> Reading:
+def read(
+    question: str,
+    text: str,
+    *,
+    model: ReadingModel,
+    tokenizer,
+    options: ReadingOptions = DEFAULT_READING,
+    model_text: str | None = None,
+    model_to_text=None,
+    tidy: Tidy | None = None,
+    on_window: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_pass: Callable[[str], None] | None = None,
+) -> Reading:
     """Read ``question`` from a document with an extractive QA model: the one reader of this project.
 
     ``options`` (:class:`ReadingOptions`) is the one way to set the reading: the windows, how many are read and
@@ -53,8 +63,15 @@ def read(question: str, text: str, *, model: ReadingModel, tokenizer, options: R
     prepare_model(model, options)
     clock = time.perf_counter()
     deadline = None if options.time_budget is None else time.monotonic() + max(0.0, options.time_budget)
-    plan = plan_windows(question, text, model=model, tokenizer=tokenizer, options=options, model_text=model_text,
-                        model_to_text=model_to_text)
+    plan = plan_windows(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        options=options,
+        model_text=model_text,
+        model_to_text=model_to_text,
+    )
     timings = {"tokenize": time.perf_counter() - clock}
     if not plan.has_text:
         timings.update(model=0.0, decode=0.0)
@@ -72,15 +89,30 @@ def read(question: str, text: str, *, model: ReadingModel, tokenizer, options: R
     timings["model"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    decoded = decode(logits, plan.encoded.spans, len(plan.prefix), plan.starts[: len(logits.answerable_logits)], text,
-                     n_best=options.n_best, tidy=tidy, end_depends_on_start=end_depends_on_start(model),
-                     rank_windows=options.rank_windows, window_prior=plan.prior)
+    decoded = decode(
+        logits,
+        plan.encoded.spans,
+        len(plan.prefix),
+        plan.starts[: len(logits.answerable_logits)],
+        text,
+        n_best=options.n_best,
+        tidy=tidy,
+        end_depends_on_start=end_depends_on_start(model),
+        rank_windows=options.rank_windows,
+        window_prior=plan.prior,
+    )
     timings["decode"] = time.perf_counter() - clock
     return _reading(plan, logits, decoded, rules, timings, options)
 
 
-def _reading(plan: Plan, logits: WindowLogits, decoded: Decoded, rules: list[StopRule], timings: dict[str, float],
-             options: ReadingOptions) -> Reading:
+def _reading(
+    plan: Plan,
+    logits: WindowLogits,
+    decoded: Decoded,
+    rules: list[StopRule],
+    timings: dict[str, float],
+    options: ReadingOptions,
+) -> Reading:
     """The Reading of ``plan``'s windows read (``logits``) and decoded: why it stopped, its windows and its note."""
     starts = plan.starts[: len(logits.answerable_logits)]
     left_unread = len(starts) < len(plan.order)
@@ -89,12 +121,28 @@ def _reading(plan: Plan, logits: WindowLogits, decoded: Decoded, rules: list[Sto
     if plan.narrowed is not None and stopped is None and not timed_out:
         stopped = plan.narrowed
     answers, answerable = decoded.answers, decoded.answerable_probability
-    reading = Reading(answers, answerable, not answers or answerable < options.no_answer_threshold, plan.n_tokens,
-                      [(s, min(s + plan.capacity, plan.n_tokens)) for s in starts], len(plan.prefix), timings,
-                      windows_planned=len(plan.every_start), stopped=stopped,
-                      windows=window_records(plan.every_start, plan.capacity, plan.n_tokens, plan.ranked, plan.lexical,
-                                             plan.order, logits.answerable_logits, decoded.best_span_scores,
-                                             plan.glimpses))
+    reading = Reading(
+        answers,
+        answerable,
+        not answers or answerable < options.no_answer_threshold,
+        plan.n_tokens,
+        [(s, min(s + plan.capacity, plan.n_tokens)) for s in starts],
+        len(plan.prefix),
+        timings,
+        windows_planned=len(plan.every_start),
+        stopped=stopped,
+        windows=window_records(
+            plan.every_start,
+            plan.capacity,
+            plan.n_tokens,
+            plan.ranked,
+            plan.lexical,
+            plan.order,
+            logits.answerable_logits,
+            decoded.best_span_scores,
+            plan.glimpses,
+        ),
+    )
     if len(starts) < len(plan.every_start):
         reading.note = reading_note(reading, timed_out=timed_out, time_budget=options.time_budget)
     return reading

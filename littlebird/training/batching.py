@@ -17,8 +17,9 @@ from torch.utils.data import Sampler
 from .data import Feature
 
 
-def padding_insertion_positions(length: int, sentence_ends: Sequence[int], *, probability: float,
-                                max_padding: int, generator: torch.Generator) -> torch.Tensor:
+def padding_insertion_positions(
+    length: int, sentence_ends: Sequence[int], *, probability: float, max_padding: int, generator: torch.Generator
+) -> torch.Tensor:
     """Position ids (length,) where, after each sentence-end token with ``probability``,
     0..``max_padding`` virtual paddings are inserted (later positions shift by that many)."""
     positions = torch.arange(length)
@@ -124,8 +125,13 @@ class QACollator:
             input_ids[row, :m] = torch.as_tensor(feature.input_ids)
             attention_mask[row, :m] = 1
             if self.pi_probability > 0:
-                shifted = padding_insertion_positions(m, feature.sentence_ends, probability=self.pi_probability,
-                                                      max_padding=self.pi_max_padding, generator=self.generator)
+                shifted = padding_insertion_positions(
+                    m,
+                    feature.sentence_ends,
+                    probability=self.pi_probability,
+                    max_padding=self.pi_max_padding,
+                    generator=self.generator,
+                )
                 position_ids[row, :m] = shifted
                 position_ids[row, m:] = shifted[-1] + 1 + torch.arange(n - m)
         batch = {

@@ -60,8 +60,10 @@ def unescape_newlines(articles: list[dict]) -> list[dict]:
             qas = []
             for qa in paragraph["qas"]:
                 answers = [
-                    {"text": a["text"].replace("\\n", "\n"),
-                     "answer_start": a["answer_start"] - context.count("\\n", 0, a["answer_start"])}
+                    {
+                        "text": a["text"].replace("\\n", "\n"),
+                        "answer_start": a["answer_start"] - context.count("\\n", 0, a["answer_start"]),
+                    }
                     for a in qa["answers"]
                 ]
                 qas.append({**qa, "answers": answers})
@@ -78,8 +80,9 @@ class Corpus:
     dev: dict[str, list[dict]] = field(default_factory=dict)
 
 
-def load_corpus(data_dir: str | Path, dev_fraction: float = 0.1, languages: Sequence[str] = ("en", "ko"), *,
-                tydi_ko: bool = False) -> Corpus:
+def load_corpus(
+    data_dir: str | Path, dev_fraction: float = 0.1, languages: Sequence[str] = ("en", "ko"), *, tydi_ko: bool = False
+) -> Corpus:
     """Read the shared QA files and split each by article. With ``tydi_ko``, TyDi QA's Korean training questions
     join the Korean training split (its own articles split the same way, its dev part left out, so the dev files
     stay the ones every checkpoint was measured on)."""
@@ -103,8 +106,9 @@ def take_questions(articles: list[dict], limit: int | None, seed: int = 0) -> li
     """At most ``limit`` questions, drawn at random, kept in their articles and paragraphs."""
     if limit is None or count_questions(articles) <= limit:
         return articles
-    keys = [(i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"])
-            for k in range(len(p["qas"]))]
+    keys = [
+        (i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"]) for k in range(len(p["qas"]))
+    ]
     chosen = set(random.Random(seed).sample(keys, limit))
     out = []
     for i, article in enumerate(articles):
@@ -131,8 +135,7 @@ def keep_questions(articles: list[dict], ids: set[str]) -> list[dict]:
 
 # --------------------------------------------------------------------------- long documents
 def _shifted_qas(qas: list[dict], offset: int) -> list[dict]:
-    return [{**qa, "answers": [{**a, "answer_start": a["answer_start"] + offset} for a in qa["answers"]]}
-            for qa in qas]
+    return [{**qa, "answers": [{**a, "answer_start": a["answer_start"] + offset} for a in qa["answers"]]} for qa in qas]
 
 
 def join_sections(sections: Sequence[tuple[str, list[dict]]], html: bool, title: str) -> dict:
@@ -171,8 +174,9 @@ def article_documents(articles: list[dict], html: bool = False) -> list[dict]:
     return [join_sections([(a["title"], a["paragraphs"])], html, a["title"]) for a in articles]
 
 
-def multi_passage_documents(articles: list[dict], passages_per_document: int, html: bool = False,
-                            seed: int = 0) -> list[dict]:
+def multi_passage_documents(
+    articles: list[dict], passages_per_document: int, html: bool = False, seed: int = 0
+) -> list[dict]:
     """Long documents from short articles: groups of ``passages_per_document`` articles, in random order.
 
     The Korean file has mostly one passage per article, so its long contexts put a question's passage
@@ -197,11 +201,23 @@ def read_korean_pages(path: str | Path) -> list[dict]:
     """The Korean Wikipedia sample as SQuAD articles without questions (``title``, one paragraph each)."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         pages = [json.loads(line) for line in handle]
-    return [{"title": p["title"], "paragraphs": [{"context": p["text"].strip(), "qas": []}]} for p in pages if p["text"].strip()]
+    return [
+        {"title": p["title"], "paragraphs": [{"context": p["text"].strip(), "qas": []}]}
+        for p in pages
+        if p["text"].strip()
+    ]
 
 
-def long_documents(articles: list[dict], filler: list[dict], tokenizer, *, n_questions: int, seed: int = 0,
-                   min_tokens: int = LONG_MIN_TOKENS, max_tokens: int = LONG_MAX_TOKENS) -> list[dict]:
+def long_documents(
+    articles: list[dict],
+    filler: list[dict],
+    tokenizer,
+    *,
+    n_questions: int,
+    seed: int = 0,
+    min_tokens: int = LONG_MIN_TOKENS,
+    max_tokens: int = LONG_MAX_TOKENS,
+) -> list[dict]:
     """Documents of ``min_tokens``..``max_tokens`` tokens (log-uniform targets), one question each.
 
     Each holds one dev question's whole article at a random place among whole other articles, drawn
@@ -210,9 +226,10 @@ def long_documents(articles: list[dict], filler: list[dict], tokenizer, *, n_que
     in one of its parts. A document ends with the section that takes it past its target.
     """
     rng = random.Random(seed)
-    keys = [(i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"]) for k in range(len(p["qas"]))]
-    pool = [a for a in articles + filler
-            if sum(len(p["context"]) for p in a["paragraphs"]) <= _LONG_SECTION_CHARACTERS]
+    keys = [
+        (i, j, k) for i, a in enumerate(articles) for j, p in enumerate(a["paragraphs"]) for k in range(len(p["qas"]))
+    ]
+    pool = [a for a in articles + filler if sum(len(p["context"]) for p in a["paragraphs"]) <= _LONG_SECTION_CHARACTERS]
     sizes: dict[int, int] = {}
 
     def tokens(index: int) -> int:
@@ -280,9 +297,18 @@ def answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_c
     return first, last
 
 
-def encode_articles(articles: list[dict], tokenizer, *, language: str, max_length: int, stride: int,
-                    unanswerable_rate: float = 0.0, answer_windows_per_question: int | None = None,
-                    with_sentence_ends: bool = False, seed: int = 0) -> list[Feature]:
+def encode_articles(
+    articles: list[dict],
+    tokenizer,
+    *,
+    language: str,
+    max_length: int,
+    stride: int,
+    unanswerable_rate: float = 0.0,
+    answer_windows_per_question: int | None = None,
+    with_sentence_ends: bool = False,
+    seed: int = 0,
+) -> list[Feature]:
     """Training features of every question in ``articles`` (first gold answer).
 
     Windows holding the whole answer are kept (at most ``answer_windows_per_question`` of them,
@@ -303,19 +329,26 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
             ends_tokens = []
             if with_sentence_ends:
                 token_ends = [end for _, end in offsets]
-                ends_tokens = sorted({min(len(doc_ids) - 1, bisect.bisect_left(token_ends, c))
-                                      for c in sentence_ends(context, language)})
+                ends_tokens = sorted(
+                    {min(len(doc_ids) - 1, bisect.bisect_left(token_ends, c)) for c in sentence_ends(context, language)}
+                )
             questions = tokenize_questions([qa["question"] for qa in paragraph["qas"]], tokenizer)
             for qa, question_ids in zip(paragraph["qas"], questions):
                 if not qa["answers"]:  # a question asked of a context without its answer: every window says so
                     prefix = question_prefix(question_ids, ids, max_length)
                     capacity = window_capacity(len(doc_ids), len(prefix), max_length)
                     for start in window_starts(len(doc_ids), capacity, stride):
-                        features.append(Feature(
-                            input_ids=window_input_ids(prefix, doc_ids, start, capacity), start=0, end=0,
-                            sentence_ends=[t + len(prefix) - start for t in ends_tokens
-                                           if start <= t < start + capacity],
-                            language=language))
+                        features.append(
+                            Feature(
+                                input_ids=window_input_ids(prefix, doc_ids, start, capacity),
+                                start=0,
+                                end=0,
+                                sentence_ends=[
+                                    t + len(prefix) - start for t in ends_tokens if start <= t < start + capacity
+                                ],
+                                language=language,
+                            )
+                        )
                     continue
                 answer = qa["answers"][0]
                 span = answer_token_span(offsets, answer["answer_start"], answer["answer_start"] + len(answer["text"]))
@@ -329,17 +362,23 @@ def encode_articles(articles: list[dict], tokenizer, *, language: str, max_lengt
                     (with_answer if inside else without).append(start)
                 if answer_windows_per_question is not None and len(with_answer) > answer_windows_per_question:
                     with_answer = rng.sample(with_answer, answer_windows_per_question)
-                chosen = [(s, True) for s in with_answer] + [(s, False) for s in without if rng.random() < unanswerable_rate]
+                chosen = [(s, True) for s in with_answer] + [
+                    (s, False) for s in without if rng.random() < unanswerable_rate
+                ]
                 for start, inside in chosen:
                     input_ids = window_input_ids(prefix, doc_ids, start, capacity)
                     shift = len(prefix) - start
-                    features.append(Feature(
-                        input_ids=input_ids,
-                        start=span[0] + shift if inside else 0,
-                        end=span[1] + shift if inside else 0,
-                        sentence_ends=[t + shift for t in ends_tokens if start <= t < start + len(input_ids) - len(prefix)],
-                        language=language,
-                    ))
+                    features.append(
+                        Feature(
+                            input_ids=input_ids,
+                            start=span[0] + shift if inside else 0,
+                            end=span[1] + shift if inside else 0,
+                            sentence_ends=[
+                                t + shift for t in ends_tokens if start <= t < start + len(input_ids) - len(prefix)
+                            ],
+                            language=language,
+                        )
+                    )
     return features
 
 
@@ -359,7 +398,12 @@ def unanswerable_questions(articles: list[dict]) -> list[dict]:
         other = next((row for row in following if row[0] != title), None)
         if other is None:
             return []
-        impossible = {"id": f"{qa['id']}-unanswerable", "question": qa["question"], "answers": [], "is_impossible": True}
+        impossible = {
+            "id": f"{qa['id']}-unanswerable",
+            "question": qa["question"],
+            "answers": [],
+            "is_impossible": True,
+        }
         out.append({"title": f"{title} / {other[0]}", "paragraphs": [{"context": other[1], "qas": [impossible]}]})
     return out
 
@@ -386,8 +430,9 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
     in ``pool``, so names count and "the" does not. A question whose every
     candidate contains an answer is left out.
     """
-    paragraphs = [(a["title"], p["context"], _terms(p["context"]), p["context"].lower())
-                  for a in pool for p in a["paragraphs"]]
+    paragraphs = [
+        (a["title"], p["context"], _terms(p["context"]), p["context"].lower()) for a in pool for p in a["paragraphs"]
+    ]
     frequency = Counter(g for _, _, grams, _ in paragraphs for g in grams)
     weight = {g: math.log(len(paragraphs) / n) for g, n in frequency.items()}
     out = []
@@ -400,11 +445,24 @@ def near_miss_questions(questions: list[dict], pool: list[dict]) -> list[dict]:
                 for title, context, grams, lowered in paragraphs:
                     # fsum: exact, so the same in any order of the set (which the hash seed sets)
                     score = math.fsum(weight[g] for g in words & grams)
-                    if score > best_score and context != paragraph["context"] and not any(a in lowered for a in answers):
+                    if (
+                        score > best_score
+                        and context != paragraph["context"]
+                        and not any(a in lowered for a in answers)
+                    ):
                         best, best_score = (title, context), score
                 if best is None:
                     continue
-                impossible = {"id": f"{qa['id']}-near-miss", "question": qa["question"], "answers": [],
-                              "is_impossible": True}
-                out.append({"title": f"{article['title']} / {best[0]}", "paragraphs": [{"context": best[1], "qas": [impossible]}]})
+                impossible = {
+                    "id": f"{qa['id']}-near-miss",
+                    "question": qa["question"],
+                    "answers": [],
+                    "is_impossible": True,
+                }
+                out.append(
+                    {
+                        "title": f"{article['title']} / {best[0]}",
+                        "paragraphs": [{"context": best[1], "qas": [impossible]}],
+                    }
+                )
     return out

@@ -1,25 +1,47 @@
 """The dev files: the by-article dev split of the QA data written as SQuAD files (``littlebird dev-files``).
 
-    littlebird dev-files --data-dir ../shared/data --output-dir runs/dev --max-questions 200 --long-questions 200
+littlebird dev-files --data-dir ../shared/data --output-dir runs/dev --max-questions 200 --long-questions 200
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .data import (KOREAN_PAGES_FILE, LONG_MAX_TOKENS, LONG_MIN_TOKENS, article_documents, count_questions,
-                   keep_questions, load_corpus, long_documents, multi_passage_documents, near_miss_questions,
-                   read_korean_pages, take_questions, unanswerable_questions, write_squad)
 from ..table_text import DEFAULT_TABLE_FORM, TABLE_FORMS
+from .data import (
+    KOREAN_PAGES_FILE,
+    LONG_MAX_TOKENS,
+    LONG_MIN_TOKENS,
+    article_documents,
+    count_questions,
+    keep_questions,
+    load_corpus,
+    long_documents,
+    multi_passage_documents,
+    near_miss_questions,
+    read_korean_pages,
+    take_questions,
+    unanswerable_questions,
+    write_squad,
+)
 from .options import data_folder
 from .page_shape import page_shaped_documents
 from .page_tables import TABLE_PAGES_FILE, load_table_articles
 
 
-def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fraction: float = 0.1,
-                    max_questions: int | None = None, ko_passages_per_document: int = 6,
-                    seed: int = 0, train_questions: int = 0, long_questions: int = 0,
-                    tokenizer=None, table_form: str = DEFAULT_TABLE_FORM) -> dict[str, Path]:
+def write_dev_files(
+    data_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    dev_fraction: float = 0.1,
+    max_questions: int | None = None,
+    ko_passages_per_document: int = 6,
+    seed: int = 0,
+    train_questions: int = 0,
+    long_questions: int = 0,
+    tokenizer=None,
+    table_form: str = DEFAULT_TABLE_FORM,
+) -> dict[str, Path]:
     """SQuAD files of the dev split, per language, with paragraph contexts and with long contexts.
 
     ``dev-en-article``: each SQuAD article's paragraphs joined; ``dev-ko-article``: each question's
@@ -46,20 +68,30 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
             long = article_documents(articles, html=False)
         paragraphs = take_questions(articles, max_questions, seed=seed)
         ids = {qa["id"] for a in paragraphs for p in a["paragraphs"] for qa in p["qas"]}
-        pages = page_shaped_documents(articles, language, distractors=articles,
-                                      passages_per_document=ko_passages_per_document, seed=seed,
-                                      table_form=table_form)
-        settings = (("paragraph", paragraphs), ("article", keep_questions(long, ids)),
-                    ("unanswerable", unanswerable_questions(paragraphs)),
-                    ("near-miss", near_miss_questions(paragraphs, articles)),
-                    ("page-shaped", keep_questions(pages, ids)))
+        pages = page_shaped_documents(
+            articles,
+            language,
+            distractors=articles,
+            passages_per_document=ko_passages_per_document,
+            seed=seed,
+            table_form=table_form,
+        )
+        settings = (
+            ("paragraph", paragraphs),
+            ("article", keep_questions(long, ids)),
+            ("unanswerable", unanswerable_questions(paragraphs)),
+            ("near-miss", near_miss_questions(paragraphs, articles)),
+            ("page-shaped", keep_questions(pages, ids)),
+        )
         for setting, chosen in settings:
             path = output_dir / f"dev-{language}-{setting}.json"
             write_squad(path, chosen)
             files[path.stem] = path
-            print(f"{path}: {len(chosen)} articles, {count_questions(chosen)} questions "
-                  f"(dev split: {len(articles)} articles, {count_questions(articles)} questions; "
-                  f"train: {len(corpus.train[language])} articles, {count_questions(corpus.train[language])} questions)")
+            print(
+                f"{path}: {len(chosen)} articles, {count_questions(chosen)} questions "
+                f"(dev split: {len(articles)} articles, {count_questions(articles)} questions; "
+                f"train: {len(corpus.train[language])} articles, {count_questions(corpus.train[language])} questions)"
+            )
         if long_questions:
             filler = read_korean_pages(Path(data_dir) / KOREAN_PAGES_FILE) if language == "ko" else []
             if tokenizer is None:
@@ -79,9 +111,11 @@ def write_dev_files(data_dir: str | Path, output_dir: str | Path, *, dev_fractio
         path = output_dir / "dev-en-page-table.json"
         write_squad(path, take_questions(tables, max_questions, seed=seed))
         files[path.stem] = path
-        print(f"{path}: {count_questions(take_questions(tables, max_questions, seed=seed))} questions on whole "
-              f"Wikipedia pages about their tables (dev pages: {counts.pages}, questions kept "
-              f"{counts.kept} of {counts.questions})")
+        print(
+            f"{path}: {count_questions(take_questions(tables, max_questions, seed=seed))} questions on whole "
+            f"Wikipedia pages about their tables (dev pages: {counts.pages}, questions kept "
+            f"{counts.kept} of {counts.questions})"
+        )
     return files
 
 
@@ -93,22 +127,42 @@ def main(argv=None) -> None:
     parser.add_argument("--output-dir", required=True)
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--max-questions", type=int, default=None, help="questions kept per file (random)")
-    parser.add_argument("--ko-passages-per-document", type=int, default=6,
-                        help="Korean passages joined into one dev page")
-    parser.add_argument("--train-questions", type=int, default=0,
-                        help="also write train-<lang>-paragraph.json: this many questions of the training split")
-    parser.add_argument("--long-questions", type=int, default=0,
-                        help="also write dev-<lang>-long.json: this many dev questions, each in a 32K-160K-token document")
-    parser.add_argument("--table-form", choices=TABLE_FORMS, default=DEFAULT_TABLE_FORM,
-                        help="how tables reach the model (littlebird.table_text; default: %(default)s)")
+    parser.add_argument(
+        "--ko-passages-per-document", type=int, default=6, help="Korean passages joined into one dev page"
+    )
+    parser.add_argument(
+        "--train-questions",
+        type=int,
+        default=0,
+        help="also write train-<lang>-paragraph.json: this many questions of the training split",
+    )
+    parser.add_argument(
+        "--long-questions",
+        type=int,
+        default=0,
+        help="also write dev-<lang>-long.json: this many dev questions, each in a 32K-160K-token document",
+    )
+    parser.add_argument(
+        "--table-form",
+        choices=TABLE_FORMS,
+        default=DEFAULT_TABLE_FORM,
+        help="how tables reach the model (littlebird.table_text; default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     try:
         data_dir = data_folder(args.data_dir)
     except ValueError as error:
         parser.error(str(error))
-    write_dev_files(data_dir, args.output_dir, dev_fraction=args.dev_fraction, max_questions=args.max_questions,
-                    ko_passages_per_document=args.ko_passages_per_document, train_questions=args.train_questions,
-                    long_questions=args.long_questions, table_form=args.table_form)
+    write_dev_files(
+        data_dir,
+        args.output_dir,
+        dev_fraction=args.dev_fraction,
+        max_questions=args.max_questions,
+        ko_passages_per_document=args.ko_passages_per_document,
+        train_questions=args.train_questions,
+        long_questions=args.long_questions,
+        table_form=args.table_form,
+    )
 
 
 if __name__ == "__main__":

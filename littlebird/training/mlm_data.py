@@ -51,8 +51,9 @@ class MaskingVocabulary:
         return cls(starts_word, special, tokenizer.mask_token_id, (normal[0], tokenizer.mask_token_id))
 
 
-def whole_word_mask(input_ids: np.ndarray, vocabulary: MaskingVocabulary, rate: float,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def whole_word_mask(
+    input_ids: np.ndarray, vocabulary: MaskingVocabulary, rate: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """BERT's masking with whole words: ``(masked input ids, labels)``, labels ``IGNORE`` where not masked.
 
     Words are drawn in random order and taken while their pieces fit in ``rate`` of the sequence's
@@ -102,8 +103,15 @@ class MaskedSequences(Dataset):
     set is never told an epoch, so its masks stay fixed.
     """
 
-    def __init__(self, sequences: list[torch.Tensor], vocabulary: MaskingVocabulary, *, rate: float, seed: int,
-                 stream: int = _TRAIN_STREAM):
+    def __init__(
+        self,
+        sequences: list[torch.Tensor],
+        vocabulary: MaskingVocabulary,
+        *,
+        rate: float,
+        seed: int,
+        stream: int = _TRAIN_STREAM,
+    ):
         self.sequences, self.vocabulary, self.rate, self.seed, self.stream = sequences, vocabulary, rate, seed, stream
         self.epoch = 0
 
@@ -117,8 +125,9 @@ class MaskedSequences(Dataset):
         if not 0 <= index < len(self.sequences):
             raise IndexError(index)
         rng = np.random.default_rng([self.seed, self.stream, self.epoch, index])
-        input_ids, labels = whole_word_mask(self.sequences[index].numpy().astype(np.int64), self.vocabulary,
-                                            self.rate, rng)
+        input_ids, labels = whole_word_mask(
+            self.sequences[index].numpy().astype(np.int64), self.vocabulary, self.rate, rng
+        )
         return MaskedSequence(input_ids, labels, int(rng.integers(2**62)))
 
 
@@ -145,13 +154,18 @@ class MaskedLMCollator:
         seed = 0
         for item in items:  # the batch's dropout seed from its sequences' seeds, in order
             seed = (seed * 1_000_003 + item.seed) % 2**62
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels,
-                "dropout_seed": torch.tensor(seed)}
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "labels": labels,
+            "dropout_seed": torch.tensor(seed),
+        }
 
 
 # --------------------------------------------------------------------------- text
-def cut_sequences(token_ids: list[int], *, max_length: int, cls_id: int, sep_id: int,
-                  min_length: int) -> list[torch.Tensor]:
+def cut_sequences(
+    token_ids: list[int], *, max_length: int, cls_id: int, sep_id: int, min_length: int
+) -> list[torch.Tensor]:
     """``[CLS] piece ... [SEP]`` sequences of at most ``max_length`` tokens, one after another through a
     document; a last piece shorter than ``min_length`` tokens is dropped."""
     body = max_length - 2
@@ -177,14 +191,19 @@ def text_documents(data_dir: str | Path, dev_fraction: float) -> dict[str, dict[
     def article_text(article: dict) -> str:
         return "\n".join(paragraph["context"] for paragraph in article["paragraphs"])
 
-    documents = {"train": {"en": [article_text(a) for a in corpus.train["en"]], "ko": []},
-                 "heldout": {"en": [article_text(a) for a in corpus.dev["en"]], "ko": []}}
+    documents = {
+        "train": {"en": [article_text(a) for a in corpus.train["en"]], "ko": []},
+        "heldout": {"en": [article_text(a) for a in corpus.dev["en"]], "ko": []},
+    }
     dev_titles = {a["title"] for a in corpus.dev["ko"]}
     dev_passages = [p["context"][:60] for a in corpus.dev["ko"] for p in a["paragraphs"]]
     for page in read_korean_pages(Path(data_dir) / KOREAN_PAGES_FILE):
         text = page["paragraphs"][0]["context"]
-        held = (page["title"] in dev_titles or any(passage in text for passage in dev_passages)
-                or is_dev_title(page["title"], dev_fraction))
+        held = (
+            page["title"] in dev_titles
+            or any(passage in text for passage in dev_passages)
+            or is_dev_title(page["title"], dev_fraction)
+        )
         documents["heldout" if held else "train"]["ko"].append(text)
     return documents
 
@@ -200,16 +219,23 @@ def tokenized_sequences(args, tokenizer) -> dict[str, dict[str, list[torch.Tenso
             # in slices: every text's ids at once, as Python ints, take many times their tensors' memory
             for first in range(0, len(texts), 256):
                 ids = tokenizer(texts[first : first + 256], add_special_tokens=False, verbose=False)["input_ids"]
-                out[split][language] += [sequence for document in ids
-                                         for sequence in cut_sequences(document, max_length=args.max_length,
-                                                                       cls_id=tokenizer.cls_token_id,
-                                                                       sep_id=tokenizer.sep_token_id,
-                                                                       min_length=args.min_length)]
+                out[split][language] += [
+                    sequence
+                    for document in ids
+                    for sequence in cut_sequences(
+                        document,
+                        max_length=args.max_length,
+                        cls_id=tokenizer.cls_token_id,
+                        sep_id=tokenizer.sep_token_id,
+                        min_length=args.min_length,
+                    )
+                ]
     return out
 
 
-def mixed_training_sequences(sequences: dict[str, list[torch.Tensor]], ko_share: float,
-                             seed: int) -> list[torch.Tensor]:
+def mixed_training_sequences(
+    sequences: dict[str, list[torch.Tensor]], ko_share: float, seed: int
+) -> list[torch.Tensor]:
     """All of the smaller language's sequences and as many of the other's, drawn at random, as make
     ``ko_share`` of the tokens Korean: every token of the scarcer side is used, none is repeated."""
     tokens = {language: sum(len(s) for s in seqs) for language, seqs in sequences.items()}
@@ -237,15 +263,30 @@ def heldout_sequences(sequences: list[torch.Tensor], count: int, seed: int) -> l
 
 def training_data(args, tokenizer) -> tuple[MaskedSequences, dict[str, MaskedSequences]]:
     """The mixed training sequences and the held-out ones, cut once into ``<output-dir>/features.pt``."""
-    data_options = argparse.Namespace(output_dir=args.output_dir, data_dir=str(args.data_dir),
-                                      dev_fraction=args.dev_fraction, max_length=args.max_length,
-                                      min_length=args.min_length, stage="mlm")
+    data_options = argparse.Namespace(
+        output_dir=args.output_dir,
+        data_dir=str(args.data_dir),
+        dev_fraction=args.dev_fraction,
+        max_length=args.max_length,
+        min_length=args.min_length,
+        stage="mlm",
+    )
     sequences = cached_features(data_options, lambda: tokenized_sequences(args, tokenizer))
     vocabulary = MaskingVocabulary.from_tokenizer(tokenizer)
-    train = MaskedSequences(mixed_training_sequences(sequences["train"], args.ko_share, args.seed), vocabulary,
-                            rate=args.mask_rate, seed=args.seed)
-    heldout = {language: MaskedSequences(heldout_sequences(seqs, args.heldout_sequences, args.seed), vocabulary,
-                                         rate=args.mask_rate, seed=args.seed, stream=_HELDOUT_STREAM)
-               for language, seqs in sorted(sequences["heldout"].items())}
+    train = MaskedSequences(
+        mixed_training_sequences(sequences["train"], args.ko_share, args.seed),
+        vocabulary,
+        rate=args.mask_rate,
+        seed=args.seed,
+    )
+    heldout = {
+        language: MaskedSequences(
+            heldout_sequences(seqs, args.heldout_sequences, args.seed),
+            vocabulary,
+            rate=args.mask_rate,
+            seed=args.seed,
+            stream=_HELDOUT_STREAM,
+        )
+        for language, seqs in sorted(sequences["heldout"].items())
+    }
     return train, heldout
-

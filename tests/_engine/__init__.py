@@ -129,7 +129,5 @@ def engine_content_ids(engine, text: str) -> list[int]:
     encoded = text.encode("utf-8")
     capacity = len(encoded) + 4  # e5.c's own bound: never more tokens than bytes
     ids = np.zeros(capacity, dtype=np.int32)
-    count = engine._lib.lb_e5_tokenize(
-        engine._m, encoded, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), capacity
-    )
+    count = engine._lib.lb_e5_tokenize(engine._m, encoded, ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), capacity)
     return ids[:count].tolist()

@@ -16,33 +16,53 @@ from littlebird.documents.clean import Document, clean_document
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_upload
 
-HTML = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Harbours</title></head><body><h1>Harbours</h1>"
-        "<p>Riverton harbour opened in 1871. 리버턴 항구는 1871년에 열렸다.</p><table><tr><th>Harbour</th><th>Opened"
-        "</th></tr><tr><td rowspan=2>Riverton</td><td>1871</td></tr><tr><td colspan=3>1902</td></tr></table>"
-        "<ul><li>Fishing</li><li>Ferries</li></ul></body></html>")
+HTML = (
+    "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Harbours</title></head><body><h1>Harbours</h1>"
+    "<p>Riverton harbour opened in 1871. 리버턴 항구는 1871년에 열렸다.</p><table><tr><th>Harbour</th><th>Opened"
+    "</th></tr><tr><td rowspan=2>Riverton</td><td>1871</td></tr><tr><td colspan=3>1902</td></tr></table>"
+    "<ul><li>Fishing</li><li>Ferries</li></ul></body></html>"
+)
 TEXT = "Harbours\n\nRiverton harbour opened in 1871.\n리버턴 항구는 1871년에 열렸다.\n"
-MARKDOWN = "# Harbours\n\nRiverton harbour opened in **1871**.\n\n| Harbour | Opened |\n|---|---|\n| Riverton | 1871 |\n"
+MARKDOWN = (
+    "# Harbours\n\nRiverton harbour opened in **1871**.\n\n| Harbour | Opened |\n|---|---|\n| Riverton | 1871 |\n"
+)
 
 
 def _pdf() -> bytes:
     from tests.pdf_factories import table_pdf
 
-    return table_pdf("Harbours", "Riverton harbour opened in 1871.", [("Harbour", "Opened", "Berths"),
-                     ("Riverton", "1871", "14"), ("Saltmarsh", "1902", "9")])
+    return table_pdf(
+        "Harbours",
+        "Riverton harbour opened in 1871.",
+        [("Harbour", "Opened", "Berths"), ("Riverton", "1871", "14"), ("Saltmarsh", "1902", "9")],
+    )
 
 
 def _docx() -> bytes:
     from tests.pdf_factories import word_file
 
-    return word_file("Harbours", [("p", "Riverton harbour opened in 1871."), ("page", None),
-                                  ("table", [("Harbour", "Opened"), ("Riverton", "1871")])])
+    return word_file(
+        "Harbours",
+        [
+            ("p", "Riverton harbour opened in 1871."),
+            ("page", None),
+            ("table", [("Harbour", "Opened"), ("Riverton", "1871")]),
+        ],
+    )
 
 
 def _hwpx() -> bytes:
     from tests.pdf_factories import hangul_file
 
-    return hangul_file("항구", [("h1", "리버턴 항구"), ("p", "리버턴 항구는 1871년에 열렸다."), ("page", None),
-                              ("table", [("항구", "개항"), (("리버턴", 1, 2), "1871"), ("1902",)])])
+    return hangul_file(
+        "항구",
+        [
+            ("h1", "리버턴 항구"),
+            ("p", "리버턴 항구는 1871년에 열렸다."),
+            ("page", None),
+            ("table", [("항구", "개항"), (("리버턴", 1, 2), "1871"), ("1902",)]),
+        ],
+    )
 
 
 def _hwp() -> bytes:  # the start of an HWP 5 file: its OLE container and the stream that names it
@@ -51,6 +71,7 @@ def _hwp() -> bytes:  # the start of an HWP 5 file: its OLE container and the st
 
 def _picture(format: str) -> Callable[[], bytes]:
     """A small picture of a line of text in ``format`` (Pillow's name), as a phone or a scanner gives one."""
+
     def make() -> bytes:
         import io
 
@@ -100,7 +121,7 @@ def mutated(name: str, max_random: int = 4096) -> st.SearchStrategy[bytes]:
     def splice(parts: tuple[int, str, int]) -> bytes:
         cut, other, cut_other = parts
         donor = seed(other)
-        return data[: cut % (len(data) + 1)] + donor[cut_other % (len(donor) + 1):]
+        return data[: cut % (len(data) + 1)] + donor[cut_other % (len(donor) + 1) :]
 
     return st.one_of(
         st.binary(max_size=max_random),
@@ -117,8 +138,9 @@ def read_or_refuse(data: bytes, suffix: str) -> Document | DocumentError:
         document = clean_document(read_upload(data, filename=f"fuzzed{suffix}"))
     except DocumentError as error:
         message = str(error)
-        assert 20 <= len(message) <= 500 and message.rstrip().endswith((".", "?")) and "Traceback" not in message, \
+        assert 20 <= len(message) <= 500 and message.rstrip().endswith((".", "?")) and "Traceback" not in message, (
             message
+        )
         return error
     assert isinstance(document.text, str) and len(document.model_to_text) == len(document.model_text)
     return document

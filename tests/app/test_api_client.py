@@ -31,7 +31,9 @@ def test_answer_returns_the_answer_score_offsets_and_n_best_as_json(client):
     assert result["no_answer"] is False and 0.0 <= result["answerable_probability"] <= 1.0
     assert 1 <= len(result["n_best"]) <= 5
     for candidate in result["n_best"]:
-        assert set(candidate) == {"answer", "score", "probability", "start", "end", "page"} and candidate["page"] is None
+        assert (
+            set(candidate) == {"answer", "score", "probability", "start", "end", "page"} and candidate["page"] is None
+        )
         assert result["text"][candidate["start"] : candidate["end"]] == candidate["answer"]
     assert result["n_tokens"] > 0 and result["n_windows"] == 1 and result["device"] == "cpu"
     assert result["page"] is None and result["n_pages"] is None  # pages are a PDF's

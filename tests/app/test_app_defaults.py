@@ -24,12 +24,21 @@ import pytest
 
 from littlebird.app import models, ui
 from littlebird.app.asking import answer_document
-from littlebird.documents.errors import DocumentError
 from littlebird.app.examples import find_example
 from littlebird.cli import main as littlebird
 from littlebird.command_options import sliders
-from littlebird.reader import (DEFAULT_MAX_LENGTH, DEFAULT_READING, MAX_ANSWER_LENGTH, WINDOW_OVERLAP, ReadingOptions,
-                               default_stride, question_prefix, special_ids, tokenize_questions)
+from littlebird.documents.errors import DocumentError
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_READING,
+    MAX_ANSWER_LENGTH,
+    WINDOW_OVERLAP,
+    ReadingOptions,
+    default_stride,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+)
 from tests.qa_factories import model_answerable_at, qa_tokenizer
 from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
 
@@ -99,10 +108,17 @@ def test_evaluate_ask_serve_and_the_sliders_show_the_page_settings_of_one_declar
     for name, slider in sliders(ReadingOptions).items():
         default, help_text = declared[name].default, declared[name].metadata["help"]
         for command, text in helps.items():
-            assert shown_in_help(text, "--" + name.replace("_", "-")) == (" ".join(help_text.split()), str(default)), \
-                (command, name)
+            assert shown_in_help(text, "--" + name.replace("_", "-")) == (" ".join(help_text.split()), str(default)), (
+                command,
+                name,
+            )
         shown = page["lb-" + name.replace("_", "-")]
-        assert (shown.value, shown.minimum, shown.maximum, shown.step) == (default, slider.low, slider.high, slider.step)
+        assert (shown.value, shown.minimum, shown.maximum, shown.step) == (
+            default,
+            slider.low,
+            slider.high,
+            slider.step,
+        )
         assert (shown.label, shown.info) == (slider.label, help_text)
     # the page opens with what `littlebird serve` is given
     served = ui.build_demo(TEST_MODEL, reading=dataclasses.replace(DEFAULT_READING, max_windows=20, n_best=3))
@@ -122,7 +138,9 @@ def test_the_page_and_answer_say_no_answer_below_the_default_threshold(threshold
     assert ("No answer found." in page["lb-answer-card"]) == says_none, page["lb-answer-card"]
     payload = answer_document(SHORT_DOCUMENT, QUESTION, checkpoint=name)
     assert payload["no_answer"] == says_none and (payload["answer"] is None) == says_none
-    assert payload["answerable_probability"] == pytest.approx(DEFAULT_THRESHOLD + (-0.02 if says_none else 0.02), abs=2e-3)
+    assert payload["answerable_probability"] == pytest.approx(
+        DEFAULT_THRESHOLD + (-0.02 if says_none else 0.02), abs=2e-3
+    )
     assert payload["n_best"]  # the guesses are listed either way
 
 
@@ -139,7 +157,9 @@ def test_the_page_and_answer_read_long_documents_in_the_default_windows(monkeypa
     [result] = [view.reading for view in views]
 
     tokenizer = qa_tokenizer()
-    prefix = len(question_prefix(tokenize_questions([QUESTION], tokenizer)[0], special_ids(tokenizer), DEFAULT_MAX_LENGTH))
+    prefix = len(
+        question_prefix(tokenize_questions([QUESTION], tokenizer)[0], special_ids(tokenizer), DEFAULT_MAX_LENGTH)
+    )
     capacity = DEFAULT_MAX_LENGTH - prefix  # document tokens beside the question in a window of the default length
     n = result.n_tokens
     assert n > 3 * capacity, "the example should need several windows"

@@ -61,9 +61,14 @@ def test_table_rows_read_as_sentences_of_their_cells_after_their_headers(documen
     # A question about a cell needs the cell's text next to its row's and its column's headers in the model text,
     # and the table's name (its caption, the heading above it, or an infobox's title row) before each row.
     document = documents["ko_wiki_sejong.html"]
-    assert "<p> 조선의 제4대 국왕, 재위: 1418년 9월 9일 ~ 1450년 3월 30일. <p> 조선의 제4대 국왕, 전임자: 태종." in document.model_text
-    assert ("<p> 세종 시대의 주요 발명품 <p> 이름; 종류; 제작 연도; 관련 인물. "
-            "<p> 세종 시대의 주요 발명품, 이름: 자격루; 종류: 물시계; 제작 연도: 1434년; 관련 인물: 장영실.") in document.model_text
+    assert (
+        "<p> 조선의 제4대 국왕, 재위: 1418년 9월 9일 ~ 1450년 3월 30일. <p> 조선의 제4대 국왕, 전임자: 태종."
+        in document.model_text
+    )
+    assert (
+        "<p> 세종 시대의 주요 발명품 <p> 이름; 종류; 제작 연도; 관련 인물. "
+        "<p> 세종 시대의 주요 발명품, 이름: 자격루; 종류: 물시계; 제작 연도: 1434년; 관련 인물: 장영실."
+    ) in document.model_text
     english = documents["en_wiki_baikal.html"]
     assert "<p> Lake Baikal, Max. depth: 1,642 m (5,387 ft)." in english.model_text
     assert "Selenga | 992 km | about 50% | Selenga Delta, east shore" in english.text
@@ -90,8 +95,17 @@ def test_boilerplate_is_removed(documents):
     assert document.title == "Harbour town opens its new tidal library"
     assert "The library cost 4.2 million pounds" in document.text
     assert "Saturday | 10:00 | 17:00" in document.text
-    for dropped in ("We use cookies", "Most read", "Doctors hate", "Related stories", "All rights reserved",
-                    "gtag", "Advertisement", "Share on Facebook", "Sign in"):
+    for dropped in (
+        "We use cookies",
+        "Most read",
+        "Doctors hate",
+        "Related stories",
+        "All rights reserved",
+        "gtag",
+        "Advertisement",
+        "Share on Facebook",
+        "Sign in",
+    ):
         assert dropped not in document.text, dropped
 
 
@@ -106,7 +120,10 @@ def test_plain_text_keeps_the_file_as_shown_text():
     text = "# 제목\n\n첫 문단은\n두 줄이다.\n\n- 하나\n- 둘\n\n| 이름 | 값 |\n|---|---|\n| 높이 | 1,947 m |\n"
     document = clean_document(read_pasted_text(text))
     assert document.text == text
-    assert document.model_text == "<h1> 제목 <p> 첫 문단은 두 줄이다. <ul> <li> 하나 <li> 둘 <p> 이름; 값. <p> 제목, 이름: 높이; 값: 1,947 m."
+    assert (
+        document.model_text
+        == "<h1> 제목 <p> 첫 문단은 두 줄이다. <ul> <li> 하나 <li> 둘 <p> 이름; 값. <p> 제목, 이름: 높이; 값: 1,947 m."
+    )
     assert_linked(document)
     assert_tokens_round_trip(document)
 

@@ -58,11 +58,35 @@ def test_a_wikipedia_article_keeps_every_section_heading_and_its_title_not_the_c
     document = clean_wtq_page("Renaissance (band)")
     assert document.title == "Renaissance (band)"
     assert headings(document) == [
-        "Renaissance (band)", "Original incarnation (1969–70)", "Transition (1970–71)",
-        "Second Incarnation (1971–80)", "Later days", "Personnel", "Members", "Lineups", "Timeline", "Discography",
-        "Studio albums", "Live albums", "Other releases", "Singles", "UK", "US", "Japan only", "West Germany only",
-        "Michael Dunford's Renaissance", "Annie Haslam's Renaissance", "Renaissant", "Major television appearances",
-        "Illusion", "Renaissance Illusion", "Covers of Renaissance songs", "Notes", "References", "External links"]
+        "Renaissance (band)",
+        "Original incarnation (1969–70)",
+        "Transition (1970–71)",
+        "Second Incarnation (1971–80)",
+        "Later days",
+        "Personnel",
+        "Members",
+        "Lineups",
+        "Timeline",
+        "Discography",
+        "Studio albums",
+        "Live albums",
+        "Other releases",
+        "Singles",
+        "UK",
+        "US",
+        "Japan only",
+        "West Germany only",
+        "Michael Dunford's Renaissance",
+        "Annie Haslam's Renaissance",
+        "Renaissant",
+        "Major television appearances",
+        "Illusion",
+        "Renaissance Illusion",
+        "Covers of Renaissance songs",
+        "Notes",
+        "References",
+        "External links",
+    ]
     assert_no_furniture(document)
 
 
@@ -77,16 +101,20 @@ def test_a_wikipedia_article_keeps_its_infobox_paragraphs_and_table_rows_apart()
     assert "<h2> Studio albums <p> Year; Title; Chart-Positions; Comments. <p> UK; US; NL." in model
     assert "<p> Studio albums, Year: 1973; Title: Ashes Are Burning; UK: –; US: 171; NL: –." in model
     assert "1973 | Ashes Are Burning | – | 171 | –" in document.text
-    assert ("<p> In January 1969, former Yardbirds members Keith Relf and Jim McCarty organised a new group devoted "
-            "to experimentation between rock, folk, and classical forms.") in model
+    assert (
+        "<p> In January 1969, former Yardbirds members Keith Relf and Jim McCarty organised a new group devoted "
+        "to experimentation between rock, folk, and classical forms."
+    ) in model
 
 
 def test_a_list_page_without_sections_keeps_its_whole_table():
     # trafilatura kept only the alphabet bar of this page: 253 KB of HTML, one long table.
     document = clean_wtq_page("List of places in New York: C")
     assert "Cooper | 1 | New York County | 10003" in document.text
-    assert ("<p> Name of place: Co-op City; Counties: 1; Principal county: Bronx County; Lower zip code: 10475."
-            in document.model_text)
+    assert (
+        "<p> Name of place: Co-op City; Counties: 1; Principal county: Bronx County; Lower zip code: 10475."
+        in document.model_text
+    )
     assert document.text.count("\n") > 700  # one line a table row
     assert_no_furniture(document)
 
@@ -107,28 +135,56 @@ def test_wikipedia_pages_link_every_token(title):
 
 @pytest.fixture(scope="module")
 def fixtures():
-    names = ["en_wiki_vector2022_lighthouse.html", "ko_wiki_vector2022_cheomseongdae.html",
-             "blog_wordpress_kimchi.html"]
+    names = [
+        "en_wiki_vector2022_lighthouse.html",
+        "ko_wiki_vector2022_cheomseongdae.html",
+        "blog_wordpress_kimchi.html",
+    ]
     return {name: clean_document(read_upload(PAGES / name)) for name in names}
 
 
 def test_todays_english_wikipedia_markup(fixtures):
     document = fixtures["en_wiki_vector2022_lighthouse.html"]
     assert document.title == "Eddystone Lighthouse"
-    assert headings(document) == ["Eddystone Lighthouse", "Winstanley's lighthouse", "Smeaton's Tower",
-                                  "Dismantling", "Keepers", "References"]
+    assert headings(document) == [
+        "Eddystone Lighthouse",
+        "Winstanley's lighthouse",
+        "Smeaton's Tower",
+        "Dismantling",
+        "Keepers",
+        "References",
+    ]
     model = document.model_text
     assert "<p> Eddystone Lighthouse, Coordinates: 50°10′48″N 04°15′54″W. <p>" in model  # no hidden decimal form
     assert "<p> Lighthouses on the Eddystone Rocks <p> Tower; Engineer; First lit; Fate." in model
-    assert ("<p> Lighthouses on the Eddystone Rocks, Tower: Third; Engineer: John Smeaton; First lit: 1759; "
-            "Fate: Moved to Plymouth Hoe in 1882.") in model
+    assert (
+        "<p> Lighthouses on the Eddystone Rocks, Tower: Third; Engineer: John Smeaton; First lit: 1759; "
+        "Fate: Moved to Plymouth Hoe in 1882."
+    ) in model
     assert "<p> Winstanley's lighthouse, from a print of 1699 <p> The first lighthouse" in model
     assert "<ul> <li> The light was automated in 1982. <li> A helipad" in model
     assert "south of Rame Head in Cornwall, England. The current structure is the fourth" in document.text
-    for dropped in ("Jump to content", "Main menu", "move to sidebar", "Search Wikipedia", "Create account",
-                    "(Top)", "From Wikipedia, the free encyclopedia", "Lighthouse in the English Channel",
-                    "citation needed", "edit", "Bishop Rock", "Lighthouses in England", "Retrieved from",
-                    "Categories", "last edited", "Privacy policy", "24 languages", "View history", "^"):
+    for dropped in (
+        "Jump to content",
+        "Main menu",
+        "move to sidebar",
+        "Search Wikipedia",
+        "Create account",
+        "(Top)",
+        "From Wikipedia, the free encyclopedia",
+        "Lighthouse in the English Channel",
+        "citation needed",
+        "edit",
+        "Bishop Rock",
+        "Lighthouses in England",
+        "Retrieved from",
+        "Categories",
+        "last edited",
+        "Privacy policy",
+        "24 languages",
+        "View history",
+        "^",
+    ):
         assert dropped not in document.text, dropped
     assert_no_furniture(document)
     assert_linked(document)
@@ -144,8 +200,22 @@ def test_todays_korean_wikipedia_markup(fixtures):
     assert "<p> 첨성대의 규모 <p> 부분; 크기. <p> 첨성대의 규모, 부분: 밑지름; 크기: 4.93 m." in model
     assert "<li> 1962년: 국보 지정 <li> 2016년: 경주 지진 뒤 정밀 점검" in model
     assert "신라 시대의 천문 관측대이다. 현존하는" in document.text
-    for dropped in ("본문으로 이동", "주 메뉴", "목차", "처음 위치", "편집", "위키백과 검색", "최근 바뀜", "숭례문",
-                    "대한민국의 국보", "원본 주소", "분류", "개인정보처리방침", "마지막으로 편집", "↑"):
+    for dropped in (
+        "본문으로 이동",
+        "주 메뉴",
+        "목차",
+        "처음 위치",
+        "편집",
+        "위키백과 검색",
+        "최근 바뀜",
+        "숭례문",
+        "대한민국의 국보",
+        "원본 주소",
+        "분류",
+        "개인정보처리방침",
+        "마지막으로 편집",
+        "↑",
+    ):
         assert dropped not in document.text, dropped
     assert_no_furniture(document)
     assert_linked(document)
@@ -155,24 +225,44 @@ def test_todays_korean_wikipedia_markup(fixtures):
 def test_a_blog_keeps_its_post_and_loses_its_furniture(fixtures):
     document = fixtures["blog_wordpress_kimchi.html"]
     assert document.title == "How to make cabbage kimchi at home"
-    assert headings(document) == ["How to make cabbage kimchi at home", "Ingredients", "Method",
-                                  "Salting the cabbage", "The paste", "How long to ferment"]
+    assert headings(document) == [
+        "How to make cabbage kimchi at home",
+        "Ingredients",
+        "Method",
+        "Salting the cabbage",
+        "The paste",
+        "How long to ferment",
+    ]
     model = document.model_text
     assert "<li> 120 g coarse sea salt <li> 3 tablespoons gochugaru" in model
     assert "<p> How long to ferment, Where: Fridge; Temperature: 4 °C; Time: 2 to 3 weeks." in model
-    for dropped in ("Skip to content", "Recipes from a tiny flat", "Share on", "Leave a Reply", "fizzy",
-                    "Recent Posts", "Subscribe", "Proudly powered", "Doenjang"):
+    for dropped in (
+        "Skip to content",
+        "Recipes from a tiny flat",
+        "Share on",
+        "Leave a Reply",
+        "fizzy",
+        "Recent Posts",
+        "Subscribe",
+        "Proudly powered",
+        "Doenjang",
+    ):
         assert dropped not in document.text, dropped
     assert_linked(document)
     assert_tokens_round_trip(document)
 
 
-@pytest.mark.parametrize("html, model", [
-    ("<div>Eliminated: Josie</div><div>Original Airdate: May 14, 2008</div>",
-     "Eliminated: Josie <p> Original Airdate: May 14, 2008"),
-    ("<p>first line<br>second line</p>", "<p> first line second line"),
-    ("<table><tr><td>Year<br>1998</td><td>2004</td></tr></table>", "<p> Year 1998: 2004."),
-])
+@pytest.mark.parametrize(
+    "html, model",
+    [
+        (
+            "<div>Eliminated: Josie</div><div>Original Airdate: May 14, 2008</div>",
+            "Eliminated: Josie <p> Original Airdate: May 14, 2008",
+        ),
+        ("<p>first line<br>second line</p>", "<p> first line second line"),
+        ("<table><tr><td>Year<br>1998</td><td>2004</td></tr></table>", "<p> Year 1998: 2004."),
+    ],
+)
 def test_neighbouring_blocks_and_lines_never_run_together(html, model):
     page = f"<html><head><title>T</title></head><body><div class='mw-parser-output'>{html}</div></body></html>"
     document = clean_document(RawDocument(page, True, "page.html", "utf-8"))

@@ -27,7 +27,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass
 
-    def _send(self, body: bytes, content_type: str | None = "text/html; charset=utf-8", status: int = 200, length: bool = True):
+    def _send(
+        self, body: bytes, content_type: str | None = "text/html; charset=utf-8", status: int = 200, length: bool = True
+    ):
         self.send_response(status)
         if content_type:
             self.send_header("Content-Type", content_type)
@@ -165,7 +167,10 @@ def test_address_without_scheme_means_https():
     target = parse_url("example.org:8080/a")
     assert (target.scheme, target.host, target.port, target.path) == ("https", "example.org", 8080, "/a")
     target = parse_url("https://한국어.example/위키 문서?q=세종")
-    assert (target.host, target.path) == ("xn--3e0bk47br7k.example", "/%EC%9C%84%ED%82%A4%20%EB%AC%B8%EC%84%9C?q=%EC%84%B8%EC%A2%85")
+    assert (target.host, target.path) == (
+        "xn--3e0bk47br7k.example",
+        "/%EC%9C%84%ED%82%A4%20%EB%AC%B8%EC%84%9C?q=%EC%84%B8%EC%A2%85",
+    )
 
 
 # --- refusals with a sentence for the user -------------------------------------------------------
@@ -173,11 +178,22 @@ def test_address_without_scheme_means_https():
 
 @pytest.mark.parametrize(
     "url",
-    ["ftp://example.org/file.txt", "file:///etc/passwd", "FILE:///etc/passwd", "file:/etc/passwd", "file://localhost/etc/passwd",
-     "gopher://example.org/", "ssh://example.org", "javascript:alert(1)", "data:text/html,hi"],
-)  # fmt: skip
+    [
+        "ftp://example.org/file.txt",
+        "file:///etc/passwd",
+        "FILE:///etc/passwd",
+        "file:/etc/passwd",
+        "file://localhost/etc/passwd",
+        "gopher://example.org/",
+        "ssh://example.org",
+        "javascript:alert(1)",
+        "data:text/html,hi",
+    ],
+)
 def test_only_http_and_https(url, loopback_only):
-    with pytest.raises(DocumentError, match="Only http and https addresses.*for safety, only public web pages can be fetched"):
+    with pytest.raises(
+        DocumentError, match="Only http and https addresses.*for safety, only public web pages can be fetched"
+    ):
         fetch_document(url)
     assert loopback_only == []
 

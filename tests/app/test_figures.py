@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
 
+from littlebird import LittleBirdAttentions
 from littlebird.app.explorer import drawing, reductions
 from littlebird.app.explorer.head_metrics import METRICS
-from littlebird import LittleBirdAttentions
 
 B = 8  # block size for the small synthetic windows
 S = 4  # pack slots
@@ -46,9 +47,14 @@ def summary() -> reductions.AttentionSummary:
     text = "".join(f"t{i:02d} " for i in range(n))
     layers = [fake_layer(n, heads=3, seed=s) for s in range(2)]
     return reductions.summarize_attention(
-        layers, text=text, token_offsets=offsets_for(n, q), answer_positions=[33, 34, 35],
-        question_tokens=q, block_size=B, max_cells=4,
-    )  # fmt: skip
+        layers,
+        text=text,
+        token_offsets=offsets_for(n, q),
+        answer_positions=[33, 34, 35],
+        question_tokens=q,
+        block_size=B,
+        max_cells=4,
+    )
 
 
 def test_pool_blocks_sums_keys_and_averages_queries():
@@ -91,9 +97,13 @@ def test_local_weights_land_in_the_right_key_blocks():
     layer.local[0, 0, 2, 0, 2 * B + 5] = 0.25  # token 2*B gives a quarter to block 3 (right neighbour)
     layer.global_[0, 0, 2, 0, 0] = 0.75  # ... and three quarters to block 0
     s = reductions.summarize_attention(
-        [layer], text="x" * 200, token_offsets=offsets_for(n, 2), answer_positions=[3 * B + 2, 2 * B],
-        question_tokens=2, block_size=B,
-    )  # fmt: skip
+        [layer],
+        text="x" * 200,
+        token_offsets=offsets_for(n, 2),
+        answer_positions=[3 * B + 2, 2 * B],
+        question_tokens=2,
+        block_size=B,
+    )
     np.testing.assert_allclose(s.answer_blocks[0, 0, 0], [0, 0, 1, 0, 0])
     np.testing.assert_allclose(s.answer_blocks[0, 0, 1], [0.75, 0, 0, 0.25, 0])
 
@@ -120,9 +130,14 @@ def test_bialibi_figures():
 
 def test_figures_from_summary(summary):
     block_map = drawing.attention_block_map(
-        summary.block_maps[1, 2], block_size=B, pool=summary.pool, layer=1, head=2,
-        block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
-    )  # fmt: skip
+        summary.block_maps[1, 2],
+        block_size=B,
+        pool=summary.pool,
+        layer=1,
+        head=2,
+        block_labels=summary.block_labels,
+        answer_block_range=summary.answer_block_range,
+    )
     heat = block_map.data[0]
     # the paper's orientation: x = query position, y = key position; colours are log10 weights, floored
     expected = np.log10(np.maximum(summary.block_maps[1, 2].T, drawing.LOG_FLOOR))
@@ -130,13 +145,20 @@ def test_figures_from_summary(summary):
     assert list(heat.x) == [0, 24, 48]
 
     answer = drawing.answer_token_attention(
-        summary.answer_blocks[0, 0], summary.answer_pack[0, 0], token_labels=summary.answer_tokens,
-        block_labels=summary.block_labels, block_size=B, layer=0, head=0,
-    )  # fmt: skip
+        summary.answer_blocks[0, 0],
+        summary.answer_pack[0, 0],
+        token_labels=summary.answer_tokens,
+        block_labels=summary.block_labels,
+        block_size=B,
+        layer=0,
+        head=0,
+    )
     assert [len(t.y) for t in answer.data[:2]] == [3, 3]
     assert "t33" in answer.data[0].y[0]
 
-    reads = drawing.pack_slot_reads(summary.pack_reads[0, 1], block_labels=summary.block_labels, block_size=B, layer=0, head=1)
+    reads = drawing.pack_slot_reads(
+        summary.pack_reads[0, 1], block_labels=summary.block_labels, block_size=B, layer=0, head=1
+    )
     assert reads.data[0].z.shape == (S, 9)
 
 
@@ -156,19 +178,29 @@ def test_figures_stay_light_for_a_16k_document():
     pool = math.ceil(nb / reductions.MAX_CELLS)
     sizes = {
         "block_map": drawing.attention_block_map(
-            reductions.pool_blocks(raw_map, pool), block_size=b, pool=pool, layer=0, head=0,
-            block_labels=labels, answer_block_range=(100, 101),
+            reductions.pool_blocks(raw_map, pool),
+            block_size=b,
+            pool=pool,
+            layer=0,
+            head=0,
+            block_labels=labels,
+            answer_block_range=(100, 101),
         ),
         "answer": drawing.answer_token_attention(
-            rng.dirichlet(np.ones(nb), size=30), rng.dirichlet(np.ones(s), size=30),
-            token_labels=[f"tok{i}" for i in range(30)], block_labels=labels, block_size=b, layer=0, head=0,
+            rng.dirichlet(np.ones(nb), size=30),
+            rng.dirichlet(np.ones(s), size=30),
+            token_labels=[f"tok{i}" for i in range(30)],
+            block_labels=labels,
+            block_size=b,
+            layer=0,
+            head=0,
         ),
         "pack": drawing.pack_slot_reads(
             rng.dirichlet(np.ones(nb), size=s), block_labels=labels, block_size=b, layer=0, head=0
         ),
         "curves": drawing.bialibi_distance_curves(*_slopes().values(), layer=0, block_size=b),
         "heatmap": drawing.bialibi_heatmap(*_slopes().values()),
-    }  # fmt: skip
+    }
     for name, fig in sizes.items():
         size = len(fig.to_json())
         assert size < 250_000, f"{name} figure is {size} bytes of JSON"
@@ -180,12 +212,18 @@ def test_reading_map_marks_every_window_in_document_order_and_the_answers_as_tic
     from littlebird.reader import Answer, WindowRecord
 
     # five windows; the first pass ranked 3, 1, 4 best and the model read those three, in that order
-    windows = [WindowRecord(0, 100, 3, 0.5), WindowRecord(80, 180, 1, 2.0, read=1, answerable_logit=0.0, best_span_score=-1.0),
-               WindowRecord(160, 260, 4, 0.1), WindowRecord(240, 340, 0, 3.0, read=0, answerable_logit=2.0,
-                                                            best_span_score=1.5),
-               WindowRecord(320, 400, 2, 1.0, read=2, answerable_logit=-3.0, best_span_score=None)]
-    answers = [Answer("a", 900, 901, 1.5, 0.7, window=0), Answer("b", 500, 502, -1.0, 0.2, window=1),
-               Answer("c", 910, 912, 0.5, 0.1, window=0)]
+    windows = [
+        WindowRecord(0, 100, 3, 0.5),
+        WindowRecord(80, 180, 1, 2.0, read=1, answerable_logit=0.0, best_span_score=-1.0),
+        WindowRecord(160, 260, 4, 0.1),
+        WindowRecord(240, 340, 0, 3.0, read=0, answerable_logit=2.0, best_span_score=1.5),
+        WindowRecord(320, 400, 2, 1.0, read=2, answerable_logit=-3.0, best_span_score=None),
+    ]
+    answers = [
+        Answer("a", 900, 901, 1.5, 0.7, window=0),
+        Answer("b", 500, 502, -1.0, 0.2, window=1),
+        Answer("c", 910, 912, 0.5, 0.1, window=0),
+    ]
     fig = drawing.reading_map(windows, answers, aimed=3)
     bars, answerable, best, ticks = fig.data
     assert list(bars.x) == [0, 1, 2, 3, 4] and list(bars.y) == [0.5, 2.0, 0.1, 3.0, 1.0]
@@ -243,8 +281,8 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
     # The app's explorer pass keeps each layer's weights in float16 until they are reduced (half the memory).
     import torch
 
-    from littlebird.modeling_littlebird import attention_weights_dtype
     from littlebird.app.explorer.window import window_attention
+    from littlebird.modeling_littlebird import attention_weights_dtype
     from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
     model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
@@ -264,8 +302,9 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
 
             with attention_weights_dtype(dtype):
                 window = window_attention("When was Jikji printed?", text, reduce_layer=reduce, **options)
-            summaries[chunk_tokens, dtype] = reductions.summarize_window(window, text=text, answer_span=answer_span,
-                                                                      block_size=64)
+            summaries[chunk_tokens, dtype] = reductions.summarize_window(
+                window, text=text, answer_span=answer_span, block_size=64
+            )
             dtypes[chunk_tokens, dtype] = set(seen)
     assert dtypes[64, torch.float16] == dtypes[4096, torch.float16] == {(torch.float16,) * 3 + (torch.float32,)}
     assert dtypes[64, torch.float32] == {(torch.float32,) * 4}
@@ -273,11 +312,20 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
     for key, got in summaries.items():
         exact = key[1] == torch.float32
         for name in ("block_maps", "answer_blocks", "answer_pack", "pack_reads", "rollout", "rollout_pack_share"):
-            np.testing.assert_allclose(getattr(got, name).astype(np.float32), getattr(expected, name).astype(np.float32),
-                                       atol=1e-5 if exact else 2e-3, err_msg=f"{key} {name}")
+            np.testing.assert_allclose(
+                getattr(got, name).astype(np.float32),
+                getattr(expected, name).astype(np.float32),
+                atol=1e-5 if exact else 2e-3,
+                err_msg=f"{key} {name}",
+            )
         for name in METRICS:
-            np.testing.assert_allclose(got.head_metrics[name], expected.head_metrics[name],
-                                       rtol=1e-4 if exact else 1e-2, atol=1e-5 if exact else 2e-3, err_msg=f"{key} {name}")
+            np.testing.assert_allclose(
+                got.head_metrics[name],
+                expected.head_metrics[name],
+                rtol=1e-4 if exact else 1e-2,
+                atol=1e-5 if exact else 2e-3,
+                err_msg=f"{key} {name}",
+            )
 
 
 def test_head_atlas_draws_one_cell_per_layer_and_head_and_outlines_the_explorers():
@@ -300,8 +348,9 @@ def test_the_summary_gives_every_metric_for_every_layer_and_head(summary):
     assert set(summary.head_metrics) == set(METRICS)
     assert all(values.shape == (2, 3) for values in summary.head_metrics.values())
     for layer in range(2):  # the fixture's layers, one by one, give the same numbers
-        layer_metrics = reductions.summarize_layer(fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35],
-                                                question_tokens=5, block_size=B).head_metrics
+        layer_metrics = reductions.summarize_layer(
+            fake_layer(70, heads=3, seed=layer), answer_positions=[33, 34, 35], question_tokens=5, block_size=B
+        ).head_metrics
         for name in METRICS:
             np.testing.assert_allclose(summary.head_metrics[name][layer], layer_metrics[name], err_msg=name)
     figs = drawing.explorer_figures(summary, _slopes(2, 3), layer=1, head=2, metric="entropy")

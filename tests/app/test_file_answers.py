@@ -16,39 +16,73 @@ from tests.pdf_factories import branch_fact, hangul_file, report_pdf, table_pdf,
 from tests.ui_support import serve_directory
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
-HARBOUR = word_file("Riverton harbour", [
-    ("p", "Riverton harbour is the port of the town of Riverton, on the estuary of the river Riv. It serves fishing "
-          "boats, ferries and small cargo ships."),
-    ("page", None),
-    ("table", [("Riverton harbour", ""), ("Opened", "1871"), ("Harbour master", "Tomas Berg"), ("Berths", "14"),
-               ("Depth at low tide", "6.5 metres"), ("Lighthouse", "Old Point Light")]),
-    ("h1", "History"),
-    ("p", "The harbour was dug in the nineteenth century to replace the silted river quays. Its breakwater was "
-          "lengthened twice in the twentieth century."),
-])
+HARBOUR = word_file(
+    "Riverton harbour",
+    [
+        (
+            "p",
+            "Riverton harbour is the port of the town of Riverton, on the estuary of the river Riv. It serves fishing "
+            "boats, ferries and small cargo ships.",
+        ),
+        ("page", None),
+        (
+            "table",
+            [
+                ("Riverton harbour", ""),
+                ("Opened", "1871"),
+                ("Harbour master", "Tomas Berg"),
+                ("Berths", "14"),
+                ("Depth at low tide", "6.5 metres"),
+                ("Lighthouse", "Old Point Light"),
+            ],
+        ),
+        ("h1", "History"),
+        (
+            "p",
+            "The harbour was dug in the nineteenth century to replace the silted river quays. Its breakwater was "
+            "lengthened twice in the twentieth century.",
+        ),
+    ],
+)
 
 
 # Five lines of a timetable, the answer in row B, and four other crossing times the model could pick.
-FERRY_ROWS = [("Line", "From", "To", "First sailing", "Crossing time"),
-              ("A", "Port Elma", "Southbay", "06:30", "45 minutes"),
-              ("B", "Port Elma", "Northhaven", "07:45", "1 hour 20 minutes"),
-              ("C", "Southbay", "Northhaven", "08:15", "55 minutes"),
-              ("D", "Port Elma", "Gull Island", "09:00", "25 minutes"),
-              ("E", "Northhaven", "Gull Island", "10:30", "40 minutes")]
+FERRY_ROWS = [
+    ("Line", "From", "To", "First sailing", "Crossing time"),
+    ("A", "Port Elma", "Southbay", "06:30", "45 minutes"),
+    ("B", "Port Elma", "Northhaven", "07:45", "1 hour 20 minutes"),
+    ("C", "Southbay", "Northhaven", "08:15", "55 minutes"),
+    ("D", "Port Elma", "Gull Island", "09:00", "25 minutes"),
+    ("E", "Northhaven", "Gull Island", "10:30", "40 minutes"),
+]
 FERRY_TEXT = "The ferry company runs five lines between the harbours of the islands. Tickets are sold on board."
-FERRIES = word_file("Island ferries", [
-    ("p", FERRY_TEXT),
-    ("table", FERRY_ROWS),
-])
+FERRIES = word_file(
+    "Island ferries",
+    [
+        ("p", FERRY_TEXT),
+        ("table", FERRY_ROWS),
+    ],
+)
 
 # The same timetable in Korean, as a Hangul file with a heading and prose before it: the answer in row 나.
-FERRIES_KO = hangul_file("섬 여객선 안내", [
-    ("h1", "운항 노선"),
-    ("p", "섬 여객선 회사는 섬의 항구들 사이에 다섯 노선을 운항한다. 표는 배에서 판다."),
-    ("table", [("노선", "출발", "도착", "첫 배", "소요 시간"), ("가", "동항", "남항", "06:30", "45분"),
-               ("나", "동항", "북항", "07:45", "1시간 20분"), ("다", "남항", "북항", "08:15", "55분"),
-               ("라", "동항", "갈매기섬", "09:00", "25분"), ("마", "북항", "갈매기섬", "10:30", "40분")]),
-])
+FERRIES_KO = hangul_file(
+    "섬 여객선 안내",
+    [
+        ("h1", "운항 노선"),
+        ("p", "섬 여객선 회사는 섬의 항구들 사이에 다섯 노선을 운항한다. 표는 배에서 판다."),
+        (
+            "table",
+            [
+                ("노선", "출발", "도착", "첫 배", "소요 시간"),
+                ("가", "동항", "남항", "06:30", "45분"),
+                ("나", "동항", "북항", "07:45", "1시간 20분"),
+                ("다", "남항", "북항", "08:15", "55분"),
+                ("라", "동항", "갈매기섬", "09:00", "25분"),
+                ("마", "북항", "갈매기섬", "10:30", "40분"),
+            ],
+        ),
+    ],
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +100,7 @@ def files(tmp_path_factory):
 
 def _asked(base: str, name: str, question: str) -> dict:
     payload = answer_document(f"{base}/{name}", question, checkpoint=CHECKPOINT, allow_local=True)
-    assert payload["text"][payload["start"]:payload["end"]] == payload["answer"]
+    assert payload["text"][payload["start"] : payload["end"]] == payload["answer"]
     return payload
 
 
@@ -96,8 +130,18 @@ def test_a_word_file_answer_from_its_table(files):
 def test_ask_prints_the_answer_and_its_page(files, capsys):
     folder, _ = files
     fact = branch_fact("en", 20)
-    assert main(["ask", str(folder / "report-en.pdf"), f"Which architect designed the building of the "
-                 f"{fact['branch']} Library?", "--model", CHECKPOINT]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                str(folder / "report-en.pdf"),
+                f"Which architect designed the building of the {fact['branch']} Library?",
+                "--model",
+                CHECKPOINT,
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == [fact["architect"], "page 23 of 32"]
     assert lines[3].endswith("page 23")  # the n-best list gives each answer's page

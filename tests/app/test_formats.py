@@ -25,7 +25,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "littlebird"
 def test_every_format_has_a_reader_or_is_text_and_its_own_suffixes():
     seen: set[str] = set()
     for format in formats.FORMATS:
-        assert format.suffixes and all(suffix.startswith(".") and suffix == suffix.lower() for suffix in format.suffixes)
+        assert format.suffixes and all(
+            suffix.startswith(".") and suffix == suffix.lower() for suffix in format.suffixes
+        )
         assert not seen & set(format.suffixes), format.name  # no suffix belongs to two formats
         seen |= set(format.suffixes)
         if format.refusal is not None:  # recognised, to say why it is not read and what to do
@@ -41,8 +43,11 @@ def test_every_format_has_a_reader_or_is_text_and_its_own_suffixes():
 
 
 def _listed_suffixes(text: str, known: tuple[str, ...]) -> set[str]:
-    return {suffix for suffix in known if f"{suffix} " in f"{text} " or f"{suffix}," in text or f"{suffix}/" in text
-            or f"{suffix})" in text}
+    return {
+        suffix
+        for suffix in known
+        if f"{suffix} " in f"{text} " or f"{suffix}," in text or f"{suffix}/" in text or f"{suffix})" in text
+    }
 
 
 def test_no_module_but_the_registry_writes_out_a_list_of_formats():
@@ -87,8 +92,9 @@ def read_toy(data: bytes, *, source: str) -> RawDocument:
 
 
 def test_a_new_format_is_one_reader_and_one_entry(monkeypatch, tmp_path):
-    toy = Format("toy", "toy notes", (".toy",), ("application/x-toy",), starts=(b"TOY1",),
-                 reader=f"{__name__}:read_toy")
+    toy = Format(
+        "toy", "toy notes", (".toy",), ("application/x-toy",), starts=(b"TOY1",), reader=f"{__name__}:read_toy"
+    )
     monkeypatch.setattr(formats, "FORMATS", formats.FORMATS + (toy,))
     path = tmp_path / "lighthouse.toy"
     path.write_bytes(b"TOY1\nthe keeper lit the lamp in 1843\n")

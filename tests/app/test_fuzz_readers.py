@@ -5,7 +5,7 @@ run is ``scripts/fuzz_readers.py``. Each input that once crashed a reader is an 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from littlebird.documents import formats
@@ -22,8 +22,12 @@ def test_every_format_has_a_seed_file():
 
 @pytest.mark.parametrize("format", formats.FORMATS, ids=lambda format: format.name)
 def test_a_reader_reads_or_refuses_mutated_files(format):
-    @settings(max_examples=EXAMPLES.get(format.name, DEFAULT_EXAMPLES), deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(
+        max_examples=EXAMPLES.get(format.name, DEFAULT_EXAMPLES),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
     @given(data=st.data())
     def read(data):
         read_or_refuse(data.draw(mutated(format.name)), format.suffixes[0])

@@ -30,7 +30,9 @@ def test_a_hand_made_attention_gives_the_hand_computed_metrics():
     # ... and token 4 (block 2), which gives 0.5 to token 1 (block 0, beyond its window) and 0.5 to itself
     local[0, 0, 2, 0] = torch.tensor([0, 0, 0.5, 0, 0, 0])
     global_[0, 0, 2, 0, 1] = 0.5
-    layer = LittleBirdAttentions(local, global_, packed, torch.zeros(1, 1, s, nb * b), torch.ones(1, nb, b, dtype=torch.bool))
+    layer = LittleBirdAttentions(
+        local, global_, packed, torch.zeros(1, 1, s, nb * b), torch.ones(1, nb, b, dtype=torch.bool)
+    )
     metrics = head_metrics(layer, question_tokens=2, answer_positions=[3])  # the question is tokens 0-1, the answer 3
     assert set(metrics) == set(METRICS) and all(v.shape == (1,) for v in metrics.values())
     # per token: pack 0.25 (token 2); question 1, 1, 0.5, 0, 0.5, 0; answer 1 (token 3, reading itself);
@@ -135,7 +137,11 @@ def test_the_sampled_blocks_are_every_block_of_a_short_window_else_evenly_spread
         blocks = sampled_blocks(nb).tolist()
         assert len(blocks) == SAMPLED_BLOCKS and blocks == sorted(set(blocks)) and 0 <= blocks[0] and blocks[-1] < nb
         gaps = np.diff(blocks)  # each sampled block stands for an equal run of the window, the ends' too
-        assert gaps.max() - gaps.min() <= 1 and blocks[0] <= nb / SAMPLED_BLOCKS and nb - 1 - blocks[-1] <= nb / SAMPLED_BLOCKS
+        assert (
+            gaps.max() - gaps.min() <= 1
+            and blocks[0] <= nb / SAMPLED_BLOCKS
+            and nb - 1 - blocks[-1] <= nb / SAMPLED_BLOCKS
+        )
 
 
 def test_a_longer_windows_sampled_metrics_are_close_to_the_average_over_every_block():

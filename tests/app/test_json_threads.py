@@ -30,8 +30,10 @@ FIRST_DUMPS_FROM_MANY_THREADS = textwrap.dedent("""
 
 def test_the_installed_orjson_survives_many_threads_serialising_for_the_first_time_at_once():
     for attempt in range(3):  # a fresh process each time: the race is on orjson's first use only
-        run = subprocess.run([sys.executable, "-c", FIRST_DUMPS_FROM_MANY_THREADS], capture_output=True, text=True,
-                             timeout=120)
+        run = subprocess.run(
+            [sys.executable, "-c", FIRST_DUMPS_FROM_MANY_THREADS], capture_output=True, text=True, timeout=120
+        )
         assert run.returncode == 0 and run.stdout.strip() == "survived", (
             f"attempt {attempt + 1}: exit status {run.returncode} (a negative one is the signal that ended it)\n"
-            f"{run.stderr[-2000:]}")
+            f"{run.stderr[-2000:]}"
+        )

@@ -1,19 +1,19 @@
 """Every limit on what reading a document may cost is guarded: each guard goes just past its limit and expects the
 refusal, so that raising or removing the limit turns it red. The guards state the limits as the docs give them
-(``LIMITS``), not by the code's constants, which would move with the limit they guard. ``test_every_limit_has_a_guard`` finds the limits in
-``littlebird/documents/`` by their names, so a new limit without a guard fails too; ``scripts/break_limits.py``
-raises each limit in a clean clone and checks that its guard fails."""
+(``LIMITS``), not by the code's constants, which would move with the limit they guard.
+``test_every_limit_has_a_guard`` finds the limits in ``littlebird/documents/`` by their names, so a new limit without
+a guard fails too; ``scripts/break_limits.py`` raises each limit in a clean clone and checks that its guard fails."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import os
-import shutil
-import sys
 import http.server
 import io
+import os
 import re
+import shutil
+import sys
 import threading
 import time
 import zipfile
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.documents import fetch, formats, hwpx, image, limits, ocr, pdf, word
+from littlebird.documents import fetch, hwpx, image, limits, ocr, pdf, word
 from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_upload
@@ -44,8 +44,13 @@ def limits_in_code() -> set[str]:
     for path in sorted(DOCUMENTS.glob("*.py")):
         module = f"littlebird.documents.{path.stem}"
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-                if isinstance(node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             for target in targets:
                 if isinstance(target, ast.Name) and LIMIT_NAME.match(target.id):
                     found.add(f"{module}.{target.id}")
@@ -168,7 +173,9 @@ def test_a_question_starts_no_window_after_its_time_limit(monkeypatch):
         monkeypatch.setenv("LITTLEBIRD_QUESTION_SECONDS", seconds)
         hook = loaded.model.register_forward_hook(model_pass)
         try:
-            return answer_document(long_document(24_000), "Where was Jikji printed?", checkpoint=TEST_MODEL)["n_windows"]
+            return answer_document(long_document(24_000), "Where was Jikji printed?", checkpoint=TEST_MODEL)[
+                "n_windows"
+            ]
         finally:
             hook.remove()
 
@@ -261,7 +268,8 @@ def test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further():
 
 
 needs_tesseract = pytest.mark.skipif(
-    not shutil.which(os.environ.get(ocr.TESSERACT_VARIABLE) or "tesseract"), reason="Tesseract OCR is not installed")
+    not shutil.which(os.environ.get(ocr.TESSERACT_VARIABLE) or "tesseract"), reason="Tesseract OCR is not installed"
+)
 
 
 def _png(width: int, height: int, *, text: bool = False) -> bytes:
@@ -304,11 +312,13 @@ def test_ocr_stops_at_its_time_limit(monkeypatch):
 def test_ocr_of_a_page_stops_at_its_memory_limit(monkeypatch, tmp_path):
     """A Tesseract that asks for more memory than the limit (standing in for one on a pathological page)."""
     greedy = tmp_path / "tesseract"
-    greedy.write_text(f"#!{sys.executable}\nimport sys\nif '--list-langs' in sys.argv:\n"
-                      "    print('List of available languages (2):'); print('eng'); print('kor'); sys.exit()\n"
-                      f"try:\n    block = bytearray({limit('ocr.OCR_MEMORY_BYTES')})\n"
-                      "except MemoryError:\n    import os; os.abort()  # as a C++ program ends on std::bad_alloc\n",
-                      encoding="utf-8")
+    greedy.write_text(
+        f"#!{sys.executable}\nimport sys\nif '--list-langs' in sys.argv:\n"
+        "    print('List of available languages (2):'); print('eng'); print('kor'); sys.exit()\n"
+        f"try:\n    block = bytearray({limit('ocr.OCR_MEMORY_BYTES')})\n"
+        "except MemoryError:\n    import os; os.abort()  # as a C++ program ends on std::bad_alloc\n",
+        encoding="utf-8",
+    )
     greedy.chmod(0o755)
     monkeypatch.setenv(ocr.TESSERACT_VARIABLE, str(greedy))
     with pytest.raises(DocumentError, match=f"more than {limit('ocr.OCR_MEMORY_BYTES') / 1e9:g} GB of memory"):
@@ -334,8 +344,12 @@ def _png_declaring(width: int, height: int) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
+        + chunk(b"IEND", b"")
+    )
 
 
 @needs_tesseract
@@ -351,7 +365,9 @@ def test_an_image_is_decoded_up_to_its_pixel_limit_and_no_further():
 GUARDS = {
     "littlebird.documents.fetch.MAX_REDIRECTS": test_redirects_are_followed_up_to_the_limit_and_no_further,
     "littlebird.documents.fetch.FETCH_SECONDS": test_a_fetch_stops_at_its_time_limit,
-    "littlebird.documents.limits.DEFAULT_MAX_CHARACTERS": test_plain_text_is_read_up_to_its_character_limit_and_no_further,
+    "littlebird.documents.limits.DEFAULT_MAX_CHARACTERS": (
+        test_plain_text_is_read_up_to_its_character_limit_and_no_further
+    ),
     "littlebird.documents.limits.MAX_HTML_CHARACTERS": test_html_is_read_up_to_its_character_limit_and_no_further,
     "littlebird.documents.limits.DEFAULT_QUESTION_SECONDS": test_a_question_starts_no_window_after_its_time_limit,
     "littlebird.documents.formats.MAX_TEXT_BYTES": test_a_text_file_is_read_up_to_its_byte_limit_and_no_further,

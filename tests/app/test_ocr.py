@@ -12,7 +12,8 @@ import json
 import re
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,9 @@ def _tesseract_missing() -> str | None:
     return None
 
 
-needs_tesseract = pytest.mark.skipif(_tesseract_missing() is not None,
-                                     reason=f"needs Tesseract OCR with its Korean data ({INSTALL_COMMAND})")
+needs_tesseract = pytest.mark.skipif(
+    _tesseract_missing() is not None, reason=f"needs Tesseract OCR with its Korean data ({INSTALL_COMMAND})"
+)
 
 KEEPER = "The lighthouse keeper rang the bell at noon every day."
 
@@ -76,12 +78,17 @@ def refusal(read, *args, **kwargs) -> str:
 
 def png_declaring(width: int, height: int) -> bytes:
     """A small PNG file whose header declares a grey image of ``width`` x ``height`` pixels."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +102,19 @@ def english_scan(tmp_path_factory):
 @needs_tesseract
 def test_ask_answers_from_a_scanned_english_pdf_with_the_answers_page(english_scan, capsys):
     fact = branch_fact("en", 1)  # section 2, page 4
-    assert main(["ask", str(english_scan), f"Which architect designed the building of the {fact['branch']} Library?",
-                 "--model", CHECKPOINT, "--json"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                str(english_scan),
+                f"Which architect designed the building of the {fact['branch']} Library?",
+                "--model",
+                CHECKPOINT,
+                "--json",
+            ]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     assert payload["answer"] == fact["architect"]
     assert payload["page"] == 4 and payload["n_pages"] == 4
@@ -105,13 +123,17 @@ def test_ask_answers_from_a_scanned_english_pdf_with_the_answers_page(english_sc
 @needs_tesseract
 def test_ask_answers_from_a_korean_image_of_a_paragraph(tmp_path, capsys):
     fact = branch_fact("ko", 1)
-    paragraph = (f"{fact['branch']} 도서관은 {fact['opened']}년에 문을 열었다. 도서관 건물은 건축가 {fact['architect']}이 "
-                 "설계하였으며, 열람실에는 거리를 향한 높은 창을 내어 독자들이 한 해의 대부분을 햇빛 아래에서 책을 읽을 수 "
-                 "있게 하였다. 그 뒤로 건물은 두 차례 증축되었으나 처음 지은 정면과 돌계단은 그대로 남아 있다.")
+    paragraph = (
+        f"{fact['branch']} 도서관은 {fact['opened']}년에 문을 열었다. 도서관 건물은 건축가 {fact['architect']}이 "
+        "설계하였으며, 열람실에는 거리를 향한 높은 창을 내어 독자들이 한 해의 대부분을 햇빛 아래에서 책을 읽을 수 "
+        "있게 하였다. 그 뒤로 건물은 두 차례 증축되었으나 처음 지은 정면과 돌계단은 그대로 남아 있다."
+    )
     path = tmp_path / "paragraph.png"
     scan.text_image([paragraph], font=scan.HANGUL_FONT, size=36).save(path)
-    assert main(["ask", str(path), f"{fact['branch']} 도서관은 몇 년에 문을 열었는가?", "--model", CHECKPOINT,
-                 "--json"]) == 0
+    assert (
+        main(["ask", str(path), f"{fact['branch']} 도서관은 몇 년에 문을 열었는가?", "--model", CHECKPOINT, "--json"])
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     # Tesseract's Korean data often reads a word's syllables apart ("1878 년"), so the answer is compared without them.
     assert "".join(payload["answer"].split()) == f"{fact['opened']}년"
@@ -144,8 +166,11 @@ def test_the_answer_card_shows_a_scans_answer_boxed_and_nothing_for_a_text(tmp_p
     scanned = read_document("upload", upload=str(path))
     start = scanned.text.index("noon")
     card = answer_card(make_result([(start, start + 4)], scanned.text), scanned)
-    figure = re.search(r'<figure class="lb-scan"><img src="data:image/png;base64,([A-Za-z0-9+/=]+)" '
-                       r'alt="The answer on page 1 of the scan, boxed"><figcaption>page 1</figcaption></figure>', card)
+    figure = re.search(
+        r'<figure class="lb-scan"><img src="data:image/png;base64,([A-Za-z0-9+/=]+)" '
+        r'alt="The answer on page 1 of the scan, boxed"><figcaption>page 1</figcaption></figure>',
+        card,
+    )
     assert figure is not None, card[:500]
     assert base64.b64decode(figure[1]) == answer_crop(scanned, start, start + 4)
     # "No answer found": the best guess stays in the table and the document, not on the scan
@@ -192,18 +217,27 @@ def test_a_pdf_keeps_its_text_layer_and_reads_its_scanned_page(tmp_path):
 
 
 def test_images_are_told_by_their_first_bytes_and_content_types():
-    for name, data in [("png", png_declaring(8, 8)), ("jpeg", b"\xff\xd8\xff\xe0\x00\x10JFIF"),
-                       ("tiff", b"II*\x00\x08\x00"), ("tiff", b"MM\x00*\x00\x08"), ("webp", b"RIFF\x10\x00\x00\x00WEBPVP8 ")]:
+    for name, data in [
+        ("png", png_declaring(8, 8)),
+        ("jpeg", b"\xff\xd8\xff\xe0\x00\x10JFIF"),
+        ("tiff", b"II*\x00\x08\x00"),
+        ("tiff", b"MM\x00*\x00\x08"),
+        ("webp", b"RIFF\x10\x00\x00\x00WEBPVP8 "),
+    ]:
         assert formats.by_first_bytes(data).name == name
     assert formats.by_first_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt ") is None  # a sound, not a picture
     assert formats.by_content_type("image/webp").name == "webp" and formats.by_suffix(".JPG").name == "jpeg"
 
 
 @needs_tesseract
-@pytest.mark.parametrize("width, height, message", [
-    (60_000, 60_000, "declares 3,600,000,000 pixels; this app reads images of at most 50,000,000 pixels"),
-    (8_000, 8_000, "is 8,000 × 8,000 pixels; this app reads images of at most 50,000,000 pixels"),
-], ids=["60000x60000", "8000x8000"])
+@pytest.mark.parametrize(
+    "width, height, message",
+    [
+        (60_000, 60_000, "declares 3,600,000,000 pixels; this app reads images of at most 50,000,000 pixels"),
+        (8_000, 8_000, "is 8,000 × 8,000 pixels; this app reads images of at most 50,000,000 pixels"),
+    ],
+    ids=["60000x60000", "8000x8000"],
+)
 def test_an_image_declaring_too_many_pixels_is_refused_undecoded(width, height, message):
     assert message in refusal(read_upload, png_declaring(width, height), filename="huge.png")
 
@@ -255,9 +289,8 @@ def test_without_tesseract_a_scan_is_refused_saying_what_to_install(program, mon
 
 def test_without_korean_data_a_scan_is_refused_saying_what_to_install(monkeypatch, tmp_path):
     fake = tmp_path / "tesseract"
-    fake.write_text('#!/bin/sh\necho \'List of available languages in "/data/" (2):\'\necho eng\necho osd\n')
+    fake.write_text("#!/bin/sh\necho 'List of available languages in \"/data/\" (2):'\necho eng\necho osd\n")
     fake.chmod(0o755)
     monkeypatch.setenv(TESSERACT_VARIABLE, str(fake))
     message = refusal(read_upload, encoded(Image.new("L", (200, 100), 255), "PNG"), filename="page.png")
     assert "without its Korean data" in message and "apt-get install tesseract-ocr-kor" in message
-

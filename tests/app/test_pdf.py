@@ -9,14 +9,22 @@ import time
 import pytest
 
 from littlebird.documents.clean import clean_document
-from littlebird.documents.sources import read_document
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.fetch import fetch_document
 from littlebird.documents.pdf import MAX_PDF_PAGES
+from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
-from tests.pdf_factories import (branch_fact, inflation_bomb, lines_pdf, locked_pdf, page_count_bomb, report,
-                                 report_pdf, table_pdf)
+from tests.pdf_factories import (
+    branch_fact,
+    inflation_bomb,
+    lines_pdf,
+    locked_pdf,
+    page_count_bomb,
+    report,
+    report_pdf,
+    table_pdf,
+)
 from tests.qa_factories import assert_linked
 from tests.ui_support import serve_directory
 
@@ -25,8 +33,10 @@ BAD_INPUT_SECONDS = 10  # each bad file is refused within this, the app still se
 
 @pytest.fixture(scope="module")
 def reports():
-    return {language: clean_document(read_upload(report_pdf(language), filename=f"report-{language}.pdf"))
-            for language in ("en", "ko")}
+    return {
+        language: clean_document(read_upload(report_pdf(language), filename=f"report-{language}.pdf"))
+        for language in ("en", "ko")
+    }
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
@@ -47,7 +57,7 @@ def test_report_reads_as_headings_and_paragraphs_with_its_pages(reports, languag
         start = document.text.index(fact["architect"])
         assert document.page_of(start) == page
         assert document.page_of(document.page_starts[page - 1]) == page
-        assert document.text[document.page_starts[page - 1]:].startswith(f"{index + 1}. ")
+        assert document.text[document.page_starts[page - 1] :].startswith(f"{index + 1}. ")
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
@@ -56,26 +66,34 @@ def test_every_model_token_links_to_the_shown_text(reports, language):
     assert_tokens_round_trip(reports[language])
 
 
-HARBOURS = [("Harbour", "Opened", "Berths", "Depth at low tide"),
-            ("Riverton", "1871", "14", "6.5 metres"),
-            ("Saltmarsh", "1902", "", "4 metres"),  # an empty cell
-            ("Gull Point", "1930", "6", "3.2 metres")]
+HARBOURS = [
+    ("Harbour", "Opened", "Berths", "Depth at low tide"),
+    ("Riverton", "1871", "14", "6.5 metres"),
+    ("Saltmarsh", "1902", "", "4 metres"),  # an empty cell
+    ("Gull Point", "1930", "6", "3.2 metres"),
+]
 
 
 @pytest.mark.parametrize("table_form", ["named-rows", "tags"])
 def test_a_table_in_a_pdf_reads_row_by_row_as_a_web_page_table_does(table_form):
     """PDFium gives each row of a table as one line of its cells; their places on the page part the cells again,
     so each row reaches the model as its cells after their headers, named by the heading above the table."""
-    raw = read_upload(table_pdf("Harbours of the coast", "Four harbours serve the coast.", HARBOURS,
-                                "Each harbour keeps a lifeboat."), filename="harbours.pdf")
+    raw = read_upload(
+        table_pdf(
+            "Harbours of the coast", "Four harbours serve the coast.", HARBOURS, "Each harbour keeps a lifeboat."
+        ),
+        filename="harbours.pdf",
+    )
     assert [block.kind for block in raw.blocks] == ["<h2>", "<p>", "<table>", "<p>"]  # one heading size: <h2>
     assert raw.blocks[2].rows == tuple(HARBOURS)
     document = clean_document(raw, table_form=table_form)
     assert "\n\nHarbour | Opened | Berths | Depth at low tide\nRiverton | 1871 | 14 | 6.5 metres\n" in document.text
     assert "Saltmarsh | 1902 | 4 metres\n" in document.text
     if table_form == "named-rows":
-        assert ("<p> Harbours of the coast, Harbour: Saltmarsh; Opened: 1902; Depth at low tide: 4 metres. <p> "
-                in document.model_text)
+        assert (
+            "<p> Harbours of the coast, Harbour: Saltmarsh; Opened: 1902; Depth at low tide: 4 metres. <p> "
+            in document.model_text
+        )
     else:
         assert "<table> <tr> <td> Harbour <td> Opened" in document.model_text
     assert len(document.table_rows) == 4
@@ -89,23 +107,46 @@ def test_spaced_words_make_a_table_only_in_aligned_columns():
     two = table_pdf("Tides", "High and low water at Riverton.", [("High water", "06:12"), ("Low water", "12:30")])
     assert "<table>" not in [block.kind for block in read_upload(two, filename="tides.pdf").blocks]
     gap = " " * 30
-    ragged = lines_pdf([[f"Riverton{gap}harbour{gap}opened", f"in 1871 and has fourteen berths{gap[:10]}for boats",
-                         f"Saltmarsh{gap}harbour{gap}opened"]])
+    ragged = lines_pdf(
+        [
+            [
+                f"Riverton{gap}harbour{gap}opened",
+                f"in 1871 and has fourteen berths{gap[:10]}for boats",
+                f"Saltmarsh{gap}harbour{gap}opened",
+            ]
+        ]
+    )
     assert "<table>" not in [block.kind for block in read_upload(ragged, filename="ragged.pdf").blocks]
 
 
 def test_lines_join_into_paragraphs_across_hyphens_and_page_breaks():
-    data = lines_pdf([
-        ["Harbour Notes", "", "The harbour master keeps a record of inter-", "national ships and of the tides; the",
-         "record is read aloud at the town meeting. A chapter of it", "deals with storms and the"],
-        ["winter of the great flood, when the quay", "was lost.", "", "A new paragraph starts here.", "",
-         "The last paragraph."],
-    ])
+    data = lines_pdf(
+        [
+            [
+                "Harbour Notes",
+                "",
+                "The harbour master keeps a record of inter-",
+                "national ships and of the tides; the",
+                "record is read aloud at the town meeting. A chapter of it",
+                "deals with storms and the",
+            ],
+            [
+                "winter of the great flood, when the quay",
+                "was lost.",
+                "",
+                "A new paragraph starts here.",
+                "",
+                "The last paragraph.",
+            ],
+        ]
+    )
     document = clean_document(read_upload(data, filename="notes.pdf"))
     paragraphs = document.text.split("\n\n")
-    assert paragraphs[1] == ("The harbour master keeps a record of international ships and of the tides; the record is "
-                             "read aloud at the town meeting. A chapter of it deals with storms and the winter of the "
-                             "great flood, when the quay was lost.")
+    assert paragraphs[1] == (
+        "The harbour master keeps a record of international ships and of the tides; the record is "
+        "read aloud at the town meeting. A chapter of it deals with storms and the winter of the "
+        "great flood, when the quay was lost."
+    )
     assert paragraphs[2:] == ["A new paragraph starts here.", "The last paragraph."]
     assert document.page_of(document.text.index("winter of the great")) == 2
     assert document.page_of(document.text.index("and the winter") + 3) == 1
@@ -115,8 +156,9 @@ def test_lines_join_into_paragraphs_across_hyphens_and_page_breaks():
 def test_a_line_that_recurs_on_one_line_pages_is_text_not_furniture():
     data = lines_pdf([[f"Plate {number}: the harbour at dawn, seen from the lighthouse."] for number in range(1, 7)])
     document = clean_document(read_upload(data, filename="plates.pdf"))
-    assert document.text.split("\n\n") == [f"Plate {number}: the harbour at dawn, seen from the lighthouse."
-                                           for number in range(1, 7)]
+    assert document.text.split("\n\n") == [
+        f"Plate {number}: the harbour at dawn, seen from the lighthouse." for number in range(1, 7)
+    ]
 
 
 def test_a_page_without_text_starts_where_the_next_one_does():
@@ -128,13 +170,24 @@ def test_a_page_without_text_starts_where_the_next_one_does():
 
 
 def test_the_outline_names_headings_set_in_the_body_size():
-    data = lines_pdf([["Harbour rules", "", "Ships keep to the marked channel at all times."],
-                      ["Fees", "", "Each ship pays a fee for every night at the quay."]], outline=("Harbour rules", "Fees"))
+    data = lines_pdf(
+        [
+            ["Harbour rules", "", "Ships keep to the marked channel at all times."],
+            ["Fees", "", "Each ship pays a fee for every night at the quay."],
+        ],
+        outline=("Harbour rules", "Fees"),
+    )
     document = clean_document(read_upload(data, filename="rules.pdf"))
-    assert document.model_text == ("<h2> Harbour rules <p> Ships keep to the marked channel at all times. "
-                                   "<h2> Fees <p> Each ship pays a fee for every night at the quay.")
-    assert document.text.split("\n\n") == ["Harbour rules", "Ships keep to the marked channel at all times.", "Fees",
-                                           "Each ship pays a fee for every night at the quay."]
+    assert document.model_text == (
+        "<h2> Harbour rules <p> Ships keep to the marked channel at all times. "
+        "<h2> Fees <p> Each ship pays a fee for every night at the quay."
+    )
+    assert document.text.split("\n\n") == [
+        "Harbour rules",
+        "Ships keep to the marked channel at all times.",
+        "Fees",
+        "Each ship pays a fee for every night at the quay.",
+    ]
     assert document.page_of(document.text.index("Fees")) == 2
 
 
@@ -160,14 +213,18 @@ def _refused_in_time(data: bytes, filename: str, message: str) -> None:
     assert time.perf_counter() - start < BAD_INPUT_SECONDS
 
 
-@pytest.mark.parametrize("make, message", [
-    (locked_pdf, "protected with a password"),
-    (lambda: report_pdf("en")[:20_000], "damaged or incomplete|no text layer"),
-    (lambda: b"%PDF-1.7\n" + bytes(range(256)) * 40, "damaged or incomplete"),
-    (lambda: b"<html><body><p>A web page saved as .pdf</p></body></html>", "is not a PDF"),
-    (lambda: page_count_bomb(), f"1,000,000 pages; this app reads at most {MAX_PDF_PAGES:,}"),
-    (lambda: inflation_bomb(2000), "needs more than 1.5 GB of memory"),
-], ids=["password", "truncated", "garbage", "not-a-pdf", "page-count-bomb", "inflation-bomb"])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (locked_pdf, "protected with a password"),
+        (lambda: report_pdf("en")[:20_000], "damaged or incomplete|no text layer"),
+        (lambda: b"%PDF-1.7\n" + bytes(range(256)) * 40, "damaged or incomplete"),
+        (lambda: b"<html><body><p>A web page saved as .pdf</p></body></html>", "is not a PDF"),
+        (lambda: page_count_bomb(), f"1,000,000 pages; this app reads at most {MAX_PDF_PAGES:,}"),
+        (lambda: inflation_bomb(2000), "needs more than 1.5 GB of memory"),
+    ],
+    ids=["password", "truncated", "garbage", "not-a-pdf", "page-count-bomb", "inflation-bomb"],
+)
 def test_bad_pdfs_are_refused_with_a_sentence_in_bounded_time(make, message, tmp_path):
     _refused_in_time(make(), "bad.pdf", message)
     # Nothing is lost: the next document is read as before.
@@ -186,9 +243,16 @@ def test_a_truncated_pdf_keeps_what_it_can_read_or_says_it_is_damaged():
 
 
 def test_a_500_page_pdf_is_read_whole_within_the_limits():
-    sections = [(f"Section {number}", [f"The record of section {number} says that its keeper was called Keeper "
-                                       f"{number:03d}, who served the harbour for many long years."])
-                for number in range(1, 501)]
+    sections = [
+        (
+            f"Section {number}",
+            [
+                f"The record of section {number} says that its keeper was called Keeper "
+                f"{number:03d}, who served the harbour for many long years."
+            ],
+        )
+        for number in range(1, 501)
+    ]
     data = report.report_pdf("Harbour register", sections, running_head="Harbour register")
     start = time.perf_counter()
     document = clean_document(read_upload(data, filename="register.pdf"))

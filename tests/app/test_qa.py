@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from littlebird.documents.clean import clean_document
 from littlebird.app.qa import Answer, answer_question
+from littlebird.documents.clean import clean_document
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingOptions
 from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
@@ -59,7 +59,9 @@ class ScriptedModel(torch.nn.Module):
         start_logits = torch.zeros(B, n)
         end_logits = torch.zeros(B, top_k_starts, max_answer_length)
         found = torch.zeros(B, dtype=torch.bool)
-        answerable = self.answerable_logit + self.answerable_step * (self.rows_seen + torch.arange(B, dtype=torch.float32))
+        answerable = self.answerable_logit + self.answerable_step * (
+            self.rows_seen + torch.arange(B, dtype=torch.float32)
+        )
         for b in range(B):
             row = input_ids[b].tolist()
             for i in range(row.index(2) + 1, n - len(self.target) + 1):  # after [SEP]
@@ -73,10 +75,18 @@ class ScriptedModel(torch.nn.Module):
             if found[b]:
                 end_logits[b, 0, len(self.target) - 1] = 10.0
         ends = top_indices[:, :, None] + torch.arange(max_answer_length)
-        end_logits = end_logits.masked_fill((ends >= n) | ~torch.gather(attention_mask.bool(), 1, ends.clamp(max=n - 1).view(B, -1)).view(ends.shape), float("-inf"))
-        return SimpleNamespace(start_logits=start_logits, top_start_indices=top_indices, top_start_logits=top_logits,
-                               top_end_logits=end_logits, answerable_logits=answerable,
-                               attentions=("scripted",) if output_attentions else None)
+        end_logits = end_logits.masked_fill(
+            (ends >= n) | ~torch.gather(attention_mask.bool(), 1, ends.clamp(max=n - 1).view(B, -1)).view(ends.shape),
+            float("-inf"),
+        )
+        return SimpleNamespace(
+            start_logits=start_logits,
+            top_start_indices=top_indices,
+            top_start_logits=top_logits,
+            top_end_logits=end_logits,
+            answerable_logits=answerable,
+            attentions=("scripted",) if output_attentions else None,
+        )
 
 
 def target_ids(tokenizer, document, phrase: str) -> list[int]:
@@ -99,7 +109,9 @@ def test_input_layout_is_cls_question_sep_document(tokenizer, english):
     assert attention_mask.bool().all()
 
 
-@pytest.mark.parametrize("phrase, expected", [("측우기는", "측우기"), ("1441년에", "1441년"), ("강우량 측정 기구", "강우량 측정 기구")])
+@pytest.mark.parametrize(
+    "phrase, expected", [("측우기는", "측우기"), ("1441년에", "1441년"), ("강우량 측정 기구", "강우량 측정 기구")]
+)
 def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expected):
     model = ScriptedModel(target_ids(tokenizer, korean, phrase))
     result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer)
@@ -112,8 +124,13 @@ def test_answer_lands_on_the_exact_characters(tokenizer, korean, phrase, expecte
 def test_long_document_windows_and_merge(tokenizer, korean):
     phrase = "관련 인물"
     model = ScriptedModel(target_ids(tokenizer, korean, phrase), answerable_step=0.1)
-    result = answer_question(korean, "누가?", model=model, tokenizer=tokenizer,
-                             options=ReadingOptions(max_length=160, stride=64, max_windows=None))  # every window, in document order
+    result = answer_question(
+        korean,
+        "누가?",
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=160, stride=64, max_windows=None),
+    )  # every window, in document order
     n = result.n_tokens
     spans = result.window_token_spans
     assert result.n_windows == len(spans) > 3
@@ -121,7 +138,9 @@ def test_long_document_windows_and_merge(tokenizer, korean):
     assert all(b[0] - a[0] <= 64 for a, b in zip(spans, spans[1:]))  # stride, no gaps
     assert all(end - start == spans[0][1] - spans[0][0] for start, end in spans)
     assert sum(batch for batch, _ in model.calls) == result.n_windows and all(b <= 2 for b, _ in model.calls)
-    holding = [w for w, (s, e) in enumerate(spans) if korean.text.index(phrase) in range(*_char_range(tokenizer, korean, s, e))]
+    holding = [
+        w for w, (s, e) in enumerate(spans) if korean.text.index(phrase) in range(*_char_range(tokenizer, korean, s, e))
+    ]
     assert len(holding) >= 2  # the phrase sits in overlapping windows ...
     assert result.answers[0].text == phrase and result.answers[0].window == holding[-1]  # ... and merges to one answer
     assert [a.text for a in result.answers].count(phrase) == 1
@@ -135,10 +154,12 @@ def _char_range(tokenizer, document, start, end):
 
 def test_no_answer_threshold(tokenizer, english):
     model = ScriptedModel(target_ids(tokenizer, english, "Kurbat Ivanov"), answerable_logit=0.0)  # p = 0.5
-    sure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer,
-                           options=ReadingOptions(no_answer_threshold=0.4))
-    unsure = answer_question(english, "Who arrived first?", model=model, tokenizer=tokenizer,
-                             options=ReadingOptions(no_answer_threshold=0.6))
+    sure = answer_question(
+        english, "Who arrived first?", model=model, tokenizer=tokenizer, options=ReadingOptions(no_answer_threshold=0.4)
+    )
+    unsure = answer_question(
+        english, "Who arrived first?", model=model, tokenizer=tokenizer, options=ReadingOptions(no_answer_threshold=0.6)
+    )
     assert sure.answerable_probability == pytest.approx(0.5)
     assert not sure.no_answer and sure.note is None
     assert unsure.no_answer and "may not answer" in unsure.note
@@ -155,8 +176,13 @@ def test_empty_question_and_question_without_answer(tokenizer, english):
 
 def test_tiny_littlebird_mechanics(tokenizer, korean):
     model = tiny_model_for_tokenizer()
-    result = answer_question(korean, "측우기는 언제 만들어졌나?", model=model, tokenizer=tokenizer,
-                             options=ReadingOptions(max_length=256, stride=128, n_best=4))
+    result = answer_question(
+        korean,
+        "측우기는 언제 만들어졌나?",
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=256, stride=128, n_best=4),
+    )
     assert set(result.timings) >= {"fetch", "clean", "tokenize", "model", "decode"}
     assert "attention" not in result.timings  # answering never reruns a window for its attention
     assert all(t >= 0 for t in result.timings.values())
@@ -164,15 +190,24 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
     assert sum(a.probability for a in result.answers) == pytest.approx(1.0)
     assert all(a.probability >= b.probability for a, b in zip(result.answers, result.answers[1:]))
     for answer in result.answers:
-        assert isinstance(answer, Answer) and answer.text == korean.text[answer.start : answer.end] and answer.text.strip()
+        assert (
+            isinstance(answer, Answer) and answer.text == korean.text[answer.start : answer.end] and answer.text.strip()
+        )
         assert len(tokenizer(answer.text, add_special_tokens=False)["input_ids"]) <= 30 + 2
     # the explorer's view of the best answer's window: the window the reading read, run again with its weights
     from littlebird.app.explorer.window import window_attention
 
     start = result.window_token_spans[result.answers[0].window][0]
-    attention = window_attention("측우기는 언제 만들어졌나?", korean.text, model=model, tokenizer=tokenizer,
-                                 document_start=start, model_text=korean.model_text,
-                                 model_to_text=korean.model_to_text, max_length=256)
+    attention = window_attention(
+        "측우기는 언제 만들어졌나?",
+        korean.text,
+        model=model,
+        tokenizer=tokenizer,
+        document_start=start,
+        model_text=korean.model_text,
+        model_to_text=korean.model_to_text,
+        max_length=256,
+    )
     assert len(attention.attentions) == 2 and attention.document_tokens[0] == start
     assert len(attention.token_spans) == len(attention.tokens) <= 256
     assert attention.tokens[:2] == ["<s>", "[QUESTION]"] and attention.question_length > 3
@@ -184,7 +219,9 @@ def test_tiny_littlebird_mechanics(tokenizer, korean):
 
 def test_single_window_is_one_model_call_and_mixed_language(tokenizer):
     document = clean_document(read_pasted_text("LittleBird는 긴 문서를 읽는다. It reads long documents in one pass.\n"))
-    result = answer_question(document, "What does LittleBird read?", model=tiny_model_for_tokenizer(), tokenizer=tokenizer)
+    result = answer_question(
+        document, "What does LittleBird read?", model=tiny_model_for_tokenizer(), tokenizer=tokenizer
+    )
     assert result.n_windows == 1 and result.window_token_spans == [(0, result.n_tokens)]
     assert document.language in ("mixed", "ko")
 

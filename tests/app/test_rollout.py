@@ -18,8 +18,14 @@ N, QUESTION, ANSWER = 70, 5, [33, 34, 35]  # 9 blocks of 8, the last ragged; the
 
 def summarize(layers, answer_positions=ANSWER) -> reductions.AttentionSummary:
     text = "".join(f"t{i:02d} " for i in range(N))
-    return reductions.summarize_attention(layers, text=text, token_offsets=offsets_for(N, QUESTION),
-                                       answer_positions=answer_positions, question_tokens=QUESTION, block_size=B)
+    return reductions.summarize_attention(
+        layers,
+        text=text,
+        token_offsets=offsets_for(N, QUESTION),
+        answer_positions=answer_positions,
+        question_tokens=QUESTION,
+        block_size=B,
+    )
 
 
 def identity_layer(n: int, heads: int) -> LittleBirdAttentions:
@@ -28,17 +34,26 @@ def identity_layer(n: int, heads: int) -> LittleBirdAttentions:
     local = torch.zeros(1, heads, nb, B, 3 * B)
     local[..., torch.arange(B), B + torch.arange(B)] = 1.0  # column b + r of row r is the query itself
     query_valid = (torch.arange(nb * B) < n).view(1, nb, B)
-    return LittleBirdAttentions(local=local, global_=torch.zeros(1, heads, nb, B, B),
-                                packed=torch.zeros(1, heads, nb, B, S), pack=torch.rand(1, heads, S, nb * B).softmax(-1),
-                                query_valid=query_valid)
+    return LittleBirdAttentions(
+        local=local,
+        global_=torch.zeros(1, heads, nb, B, B),
+        packed=torch.zeros(1, heads, nb, B, S),
+        pack=torch.rand(1, heads, S, nb * B).softmax(-1),
+        query_valid=query_valid,
+    )
 
 
 def without_pack_route(layer: LittleBirdAttentions) -> LittleBirdAttentions:
     """``layer`` with nothing given to the pack slots: the window and block 0 take the whole weight."""
     tokens = layer.local.sum(-1, keepdim=True) + layer.global_.sum(-1, keepdim=True)
     scale = torch.where(tokens > 0, 1 / tokens, torch.zeros(()))
-    return LittleBirdAttentions(local=layer.local * scale, global_=layer.global_ * scale,
-                                packed=torch.zeros_like(layer.packed), pack=layer.pack, query_valid=layer.query_valid)
+    return LittleBirdAttentions(
+        local=layer.local * scale,
+        global_=layer.global_ * scale,
+        packed=torch.zeros_like(layer.packed),
+        pack=layer.pack,
+        query_valid=layer.query_valid,
+    )
 
 
 def block_space_reference(layers, chosen, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,8 +120,10 @@ def test_an_identity_attention_model_rolls_out_to_the_identity():
     for layer in range(4):
         np.testing.assert_allclose(summary.rollout[layer], own, atol=1e-7)
     np.testing.assert_array_equal(summary.rollout_pack_share, 0.0)
-    mixings = [reductions.summarize_layer(layer, answer_positions=ANSWER, question_tokens=QUESTION, block_size=B).mixing
-               for layer in layers]
+    mixings = [
+        reductions.summarize_layer(layer, answer_positions=ANSWER, question_tokens=QUESTION, block_size=B).mixing
+        for layer in layers
+    ]
     composed = np.linalg.multi_dot([rollout.effective_mixing(m) for m in reversed(mixings)])
     np.testing.assert_allclose(composed, np.eye(9), atol=1e-7)  # every block's row stays where it is
 
@@ -128,8 +145,9 @@ def test_a_tiny_models_rollout_matches_the_reference_and_is_a_distribution():
     with torch.inference_mode():
         layers = model(input_ids=ids, output_attentions=True).attentions
     offsets = [None] * 10 + [(i, i + 1) for i in range(140)]
-    summary = reductions.summarize_attention(layers, text="x" * 140, token_offsets=offsets, answer_positions=[60, 61],
-                                          question_tokens=10, block_size=16)
+    summary = reductions.summarize_attention(
+        layers, text="x" * 140, token_offsets=offsets, answer_positions=[60, 61], question_tokens=10, block_size=16
+    )
     assert summary.rollout.shape == (2, 3, 10)
     np.testing.assert_allclose(summary.rollout.sum(-1), 1.0, rtol=1e-5)
     assert ((summary.rollout_pack_share > 0) & (summary.rollout_pack_share < 1)).all()

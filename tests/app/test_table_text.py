@@ -7,8 +7,16 @@ import pytest
 
 from littlebird.documents.clean import clean_document
 from littlebird.documents.decode import RawDocument
-from littlebird.table_text import (DEFAULT_TABLE_FORM, MAX_COLSPAN, TABLE_FORMS, TableCell, check_table_form, grid,
-                                   table_plan, width)
+from littlebird.table_text import (
+    DEFAULT_TABLE_FORM,
+    MAX_COLSPAN,
+    TABLE_FORMS,
+    TableCell,
+    check_table_form,
+    grid,
+    table_plan,
+    width,
+)
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.qa_factories import assert_linked
 
@@ -17,8 +25,10 @@ PROSE = "<p>The harbour office keeps this timetable of the island ferries for th
 
 def wiki(body: str) -> str:
     """A MediaWiki article body (walked directly, rowspans kept, as Wikipedia pages are read)."""
-    return (f"<html><head><title>Ferries - Wikipedia</title></head><body><div class='mw-parser-output'>"
-            f"{PROSE}{body}</div></body></html>")
+    return (
+        f"<html><head><title>Ferries - Wikipedia</title></head><body><div class='mw-parser-output'>"
+        f"{PROSE}{body}</div></body></html>"
+    )
 
 
 def model_text(html: str, form: str = "rows") -> str:
@@ -29,20 +39,34 @@ def model_text(html: str, form: str = "rows") -> str:
 
 
 def test_each_row_is_a_sentence_of_its_cells_after_their_headers():
-    text = model_text(wiki("<h2>Timetable</h2><table class='wikitable'>"
-                           "<tr><th>Line</th><th>From</th><th>Crossing time</th></tr>"
-                           "<tr><td>A</td><td>Port Elma</td><td>45 minutes</td></tr>"
-                           "<tr><td>B</td><td>Northhaven</td><td>1 hour 20 minutes</td></tr></table>"))
-    assert ("<h2> Timetable <p> Line; From; Crossing time. <p> Line: A; From: Port Elma; Crossing time: 45 minutes. "
-            "<p> Line: B; From: Northhaven; Crossing time: 1 hour 20 minutes.") in text
+    text = model_text(
+        wiki(
+            "<h2>Timetable</h2><table class='wikitable'>"
+            "<tr><th>Line</th><th>From</th><th>Crossing time</th></tr>"
+            "<tr><td>A</td><td>Port Elma</td><td>45 minutes</td></tr>"
+            "<tr><td>B</td><td>Northhaven</td><td>1 hour 20 minutes</td></tr></table>"
+        )
+    )
+    assert (
+        "<h2> Timetable <p> Line; From; Crossing time. <p> Line: A; From: Port Elma; Crossing time: 45 minutes. "
+        "<p> Line: B; From: Northhaven; Crossing time: 1 hour 20 minutes."
+    ) in text
     for token in ("<table>", "<tr>", "<td>", "<th>"):
         assert token not in text
 
 
 def test_inserted_headers_map_to_no_shown_character_and_cells_to_their_own():
-    document = clean_document(RawDocument(wiki("<table><tr><th>Line</th><th>Time</th><th>Port</th></tr>"
-                                               "<tr><td>B</td><td>07:45</td><td>Elma</td></tr></table>"),
-                                          True, "page.html", "utf-8"))
+    document = clean_document(
+        RawDocument(
+            wiki(
+                "<table><tr><th>Line</th><th>Time</th><th>Port</th></tr>"
+                "<tr><td>B</td><td>07:45</td><td>Elma</td></tr></table>"
+            ),
+            True,
+            "page.html",
+            "utf-8",
+        )
+    )
     row = document.model_text.index("<p> Line: B")
     label = document.model_text.index("Time:", row)
     assert (document.model_to_text[label : label + len("Time:")] == -1).all()
@@ -53,14 +77,17 @@ def test_inserted_headers_map_to_no_shown_character_and_cells_to_their_own():
 
 
 def test_spanning_headers_rowspans_and_section_rows():
-    text = model_text(wiki(
-        "<table class='wikitable'><tr><th colspan=4>Summer 1981</th></tr>"
-        "<tr><th rowspan=2>Line</th><th colspan=2>Route</th><th rowspan=2>Time</th></tr>"
-        "<tr><th>From</th><th>To</th></tr>"
-        "<tr><td rowspan=2>B</td><td>Elma</td><td>Northhaven</td><td>80 minutes</td></tr>"
-        "<tr><td>Northhaven</td><td>Elma</td><td>75 minutes</td></tr>"
-        "<tr><th colspan=4>Winter</th></tr>"
-        "<tr><td>C</td><td colspan=2>Harbour tour</td><td>30 minutes</td></tr></table>"))
+    text = model_text(
+        wiki(
+            "<table class='wikitable'><tr><th colspan=4>Summer 1981</th></tr>"
+            "<tr><th rowspan=2>Line</th><th colspan=2>Route</th><th rowspan=2>Time</th></tr>"
+            "<tr><th>From</th><th>To</th></tr>"
+            "<tr><td rowspan=2>B</td><td>Elma</td><td>Northhaven</td><td>80 minutes</td></tr>"
+            "<tr><td>Northhaven</td><td>Elma</td><td>75 minutes</td></tr>"
+            "<tr><th colspan=4>Winter</th></tr>"
+            "<tr><td>C</td><td colspan=2>Harbour tour</td><td>30 minutes</td></tr></table>"
+        )
+    )
     assert "<p> Summer 1981." in text  # a title row across the table: its own paragraph
     assert "<p> Line: B; From: Elma; To: Northhaven; Time: 80 minutes." in text
     assert "<p> Line: B; From: Northhaven; To: Elma; Time: 75 minutes." in text  # the rowspan's B, again
@@ -69,41 +96,59 @@ def test_spanning_headers_rowspans_and_section_rows():
 
 
 def test_repeated_column_names_take_the_header_above_them():
-    text = model_text(wiki(
-        "<table class='wikitable'><tr><th rowspan=2>Year</th><th colspan=2>Cup</th><th colspan=2>League</th></tr>"
-        "<tr><th>W</th><th>L</th><th>W</th><th>L</th></tr>"
-        "<tr><td>1990</td><td>3</td><td>1</td><td>12</td><td>8</td></tr>"
-        "<tr><td>1991</td><td>2</td><td>2</td><td>15</td><td>5</td></tr></table>"))
+    text = model_text(
+        wiki(
+            "<table class='wikitable'><tr><th rowspan=2>Year</th><th colspan=2>Cup</th><th colspan=2>League</th></tr>"
+            "<tr><th>W</th><th>L</th><th>W</th><th>L</th></tr>"
+            "<tr><td>1990</td><td>3</td><td>1</td><td>12</td><td>8</td></tr>"
+            "<tr><td>1991</td><td>2</td><td>2</td><td>15</td><td>5</td></tr></table>"
+        )
+    )
     assert "<p> Year: 1990; Cup W: 3; Cup L: 1; League W: 12; League L: 8." in text
 
 
 def test_infobox_rows_read_as_header_and_value():
-    text = model_text(wiki("<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
-                           "<tr><th>Founded</th><td>1850</td></tr><tr><th>Population</th><td>12,000</td></tr></table>"))
+    text = model_text(
+        wiki(
+            "<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
+            "<tr><th>Founded</th><td>1850</td></tr><tr><th>Population</th><td>12,000</td></tr></table>"
+        )
+    )
     assert "<p> Port Elma. <p> Founded: 1850. <p> Population: 12,000." in text
 
 
 def test_a_table_without_header_cells_takes_a_first_row_of_labels():
-    rows = ("<tr><td>Line</td><td>From</td><td>Time</td></tr><tr><td>A</td><td>Elma</td><td>45 minutes</td></tr>"
-            "<tr><td>B</td><td>Northhaven</td><td>80 minutes</td></tr>")
+    rows = (
+        "<tr><td>Line</td><td>From</td><td>Time</td></tr><tr><td>A</td><td>Elma</td><td>45 minutes</td></tr>"
+        "<tr><td>B</td><td>Northhaven</td><td>80 minutes</td></tr>"
+    )
     assert "<p> Line: B; From: Northhaven; Time: 80 minutes." in model_text(wiki(f"<table>{rows}</table>"))
-    numbers = ("<tr><td>1990</td><td>3</td><td>1</td></tr><tr><td>1991</td><td>2</td><td>2</td></tr>"
-               "<tr><td>1992</td><td>4</td><td>0</td></tr>")
+    numbers = (
+        "<tr><td>1990</td><td>3</td><td>1</td></tr><tr><td>1991</td><td>2</td><td>2</td></tr>"
+        "<tr><td>1992</td><td>4</td><td>0</td></tr>"
+    )
     assert "<p> 1991; 2; 2." in model_text(wiki(f"<table>{numbers}</table>"))  # numbers name no column
 
 
 def test_empty_cells_lists_in_cells_and_long_headers():
     long_header = "Number of passengers carried in the first full year of service"
-    text = model_text(wiki(
-        f"<table class='wikitable'><tr><th>Line</th><th>Stops</th><th>Note</th><th>{long_header}</th></tr>"
-        "<tr><td>A</td><td><ul><li>Elma</li><li>Southbay</li></ul></td><td></td><td>4,000</td></tr></table>"))
+    text = model_text(
+        wiki(
+            f"<table class='wikitable'><tr><th>Line</th><th>Stops</th><th>Note</th><th>{long_header}</th></tr>"
+            "<tr><td>A</td><td><ul><li>Elma</li><li>Southbay</li></ul></td><td></td><td>4,000</td></tr></table>"
+        )
+    )
     assert "<p> Line: A; Stops: Elma, Southbay; Number of passengers carried in the: 4,000." in text
 
 
 def test_a_table_in_a_cell_flows_into_its_row_and_a_layout_table_into_blocks():
     inner = "<table><tr><td>home</td><td>away</td></tr></table>"
-    text = model_text(wiki(f"<table class='infobox'><tr><th>Name</th><td>Elma FC</td></tr>"
-                           f"<tr><th>Kit</th><td>{inner}</td></tr><tr><th>Ground</th><td>Quay Park</td></tr></table>"))
+    text = model_text(
+        wiki(
+            f"<table class='infobox'><tr><th>Name</th><td>Elma FC</td></tr>"
+            f"<tr><th>Kit</th><td>{inner}</td></tr><tr><th>Ground</th><td>Quay Park</td></tr></table>"
+        )
+    )
     assert "<p> Name: Elma FC. <p> Kit: home away. <p> Ground: Quay Park." in text
     paragraph = "The ferry company was founded by the harbour office in 1850. " * 10
     layout = model_text(wiki(f"<table><tr><td><p>{paragraph}</p></td><td>{inner}</td></tr></table>"))
@@ -111,13 +156,18 @@ def test_a_table_in_a_cell_flows_into_its_row_and_a_layout_table_into_blocks():
 
 
 def test_markdown_and_the_tag_form():
-    markdown = "# Ferries\n\n| Line | From | Time |\n|---|---|---|\n| A | Elma | 45 minutes |\n| B | Northhaven | 80 min |\n"
+    markdown = (
+        "# Ferries\n\n| Line | From | Time |\n|---|---|---|\n| A | Elma | 45 minutes |\n| B | Northhaven | 80 min |\n"
+    )
     document = clean_document(RawDocument(markdown, False, "ferries.md", "utf-8"))
     assert document.text == markdown
-    assert document.model_text == ("<h1> Ferries <p> Line; From; Time. <p> Ferries, Line: A; From: Elma; Time: 45 minutes. "
-                                   "<p> Ferries, Line: B; From: Northhaven; Time: 80 min.")
-    assert [document.model_text[a:b] for _, a, b in document.table_rows][-1] == \
+    assert document.model_text == (
+        "<h1> Ferries <p> Line; From; Time. <p> Ferries, Line: A; From: Elma; Time: 45 minutes. "
         "<p> Ferries, Line: B; From: Northhaven; Time: 80 min."
+    )
+    assert [document.model_text[a:b] for _, a, b in document.table_rows][
+        -1
+    ] == "<p> Ferries, Line: B; From: Northhaven; Time: 80 min."
     assert_tokens_round_trip(document)
     tags = clean_document(RawDocument(markdown, False, "ferries.md", "utf-8"), table_form="tags")
     assert "<table> <tr> <th> Line <th> From <th> Time <tr> <td> A <td> Elma <td> 45 minutes" in tags.model_text
@@ -125,9 +175,13 @@ def test_markdown_and_the_tag_form():
 
 @pytest.mark.parametrize("form", TABLE_FORMS)
 def test_every_form_keeps_every_cell_linked(form):
-    text = model_text(wiki("<table class='wikitable'><tr><th>Line</th><th>Time</th></tr>"
-                           "<tr><td rowspan=2>B</td><td>80 minutes</td></tr><tr><td>75 minutes</td></tr></table>"),
-                      form)
+    text = model_text(
+        wiki(
+            "<table class='wikitable'><tr><th>Line</th><th>Time</th></tr>"
+            "<tr><td rowspan=2>B</td><td>80 minutes</td></tr><tr><td>75 minutes</td></tr></table>"
+        ),
+        form,
+    )
     assert "80 minutes" in text and "75 minutes" in text
     if form == "named-rows":  # no caption and no heading above it: nothing names this table
         assert "<p> Line: B; Time: 80 minutes." in text
@@ -146,31 +200,52 @@ def test_the_grid_expands_spans_and_an_unknown_form_is_refused():
 
 
 def test_the_default_form_names_each_row_by_its_caption_heading_or_title_row():
-    caption = model_text(wiki("<table class='wikitable'><caption>Summer timetable</caption>"
-                              "<tr><th>Line</th><th>Time</th></tr><tr><td>B</td><td>80 minutes</td></tr></table>"),
-                         DEFAULT_TABLE_FORM)
+    caption = model_text(
+        wiki(
+            "<table class='wikitable'><caption>Summer timetable</caption>"
+            "<tr><th>Line</th><th>Time</th></tr><tr><td>B</td><td>80 minutes</td></tr></table>"
+        ),
+        DEFAULT_TABLE_FORM,
+    )
     assert "<p> Summer timetable <p> Line; Time. <p> Summer timetable, Line: B; Time: 80 minutes." in caption
-    heading = model_text(wiki("<h2>Fares</h2><table class='wikitable'><tr><th>Line</th><th>Fare</th></tr>"
-                              "<tr><td>B</td><td>12 euros</td></tr></table>"), DEFAULT_TABLE_FORM)
+    heading = model_text(
+        wiki(
+            "<h2>Fares</h2><table class='wikitable'><tr><th>Line</th><th>Fare</th></tr>"
+            "<tr><td>B</td><td>12 euros</td></tr></table>"
+        ),
+        DEFAULT_TABLE_FORM,
+    )
     assert "<h2> Fares <p> Line; Fare. <p> Fares, Line: B; Fare: 12 euros." in heading
-    title = model_text(wiki("<table class='infobox'><tr><th colspan=2>Port Elma</th></tr>"
-                            "<tr><th>Founded</th><td>1850</td></tr></table>"), DEFAULT_TABLE_FORM)
+    title = model_text(
+        wiki(
+            "<table class='infobox'><tr><th colspan=2>Port Elma</th></tr><tr><th>Founded</th><td>1850</td></tr></table>"
+        ),
+        DEFAULT_TABLE_FORM,
+    )
     assert "<p> Port Elma, Port Elma. <p> Port Elma, Founded: 1850." in title  # every row named, the title's too
 
 
 def test_spans_anyone_can_write_stay_bounded():
     """colspan and rowspan are attributes a page sets at will: capped, so a small page stays a small table."""
-    rows = [[TableCell(f"c{i}", f"c{i}", colspan=100_000, rowspan=100_000) for i in range(50)]] + \
-        [[TableCell("x", "x")]] * 200
+    rows = [[TableCell(f"c{i}", f"c{i}", colspan=100_000, rowspan=100_000) for i in range(50)]] + [
+        [TableCell("x", "x")]
+    ] * 200
     laid = grid(rows)
     assert width(laid) == 50 * MAX_COLSPAN + 1 and len(laid) == 201  # the rows below: one cell after the spans
     cells = "".join(f"<td colspan=100000 rowspan=100000>c{i}</td>" for i in range(50))
-    document = clean_document(RawDocument(wiki(f"<table><tr>{cells}</tr>" + "<tr><td>x</td></tr>" * 200 + "</table>"),
-                                          True, "page.html", "utf-8"))
+    document = clean_document(
+        RawDocument(
+            wiki(f"<table><tr>{cells}</tr>" + "<tr><td>x</td></tr>" * 200 + "</table>"), True, "page.html", "utf-8"
+        )
+    )
     assert len(document.model_text) < 50_000
     long_cell = "A long remark that runs on. " * 10  # longer than a repeated cell may be
-    text = model_text(wiki(f"<table class='wikitable'><tr><th>Line</th><th>Note</th></tr>"
-                           f"<tr><td>A</td><td rowspan=3>{long_cell}</td></tr><tr><td>B</td></tr><tr><td>C</td></tr>"
-                           "</table>"))
+    text = model_text(
+        wiki(
+            f"<table class='wikitable'><tr><th>Line</th><th>Note</th></tr>"
+            f"<tr><td>A</td><td rowspan=3>{long_cell}</td></tr><tr><td>B</td></tr><tr><td>C</td></tr>"
+            "</table>"
+        )
+    )
     assert text.count("A long remark") == 10  # written once, not again in rows B and C
     assert "<p> Line: B." in text

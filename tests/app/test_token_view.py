@@ -61,8 +61,13 @@ def model_keys(attentions, logits, layer, head, token, b=64, s=64):
     q, r = divmod(token, b)
     nb = attentions[layer].local.shape[2]
     scores = logits[layer].view(1, -1, nb, b, logits[layer].shape[-1])[0, head, q, r]  # (s + 4b,)
-    weights = torch.cat([attentions[layer].packed[0, head, q, r], attentions[layer].global_[0, head, q, r],
-                         attentions[layer].local[0, head, q, r]])
+    weights = torch.cat(
+        [
+            attentions[layer].packed[0, head, q, r],
+            attentions[layer].global_[0, head, q, r],
+            attentions[layer].local[0, head, q, r],
+        ]
+    )
     where = list(range(-1, -s - 1, -1)) + list(range(b)) + list(range((q - 1) * b, (q + 2) * b))
     kept = [(w, scores[i], weights[i]) for i, w in enumerate(where) if scores[i] > -5e3]  # the mask adds -1e4
     slots = [k for k in kept if k[0] < 0]
@@ -135,14 +140,22 @@ def test_the_figure_stacks_content_and_bias_over_the_keys_and_draws_the_weights(
     keys = token_keys(captures["exact"], model, layer=0, head=1, token=200)
     groups = keys.groups()
     assert [kind for kind, *_ in groups] == ["pack", "block0", "window"]
-    assert [(first, end) for *_, first, end in groups] == [(0, 64), (64, 128), (128, 128 + 172)]  # blocks 2, 3 and the ragged 4
+    assert [(first, end) for *_, first, end in groups] == [
+        (0, 64),
+        (64, 128),
+        (128, 128 + 172),
+    ]  # blocks 2, 3 and the ragged 4
     assert "blocks 2–4" in groups[2][1]
     fig = token_figure.token_figure(keys)
     assert isinstance(fig, go.Figure) and fig.layout.barmode == "relative"
     content, bias, score, weight = fig.data
     np.testing.assert_array_equal(np.asarray(content.y) + np.asarray(bias.y), keys.score)
     np.testing.assert_array_equal(weight.y, keys.weight)
-    assert len(content.x) == 64 + 64 + 172 and "t200" in fig.layout.title.text and "layer 0 head 1" in fig.layout.title.text
+    assert (
+        len(content.x) == 64 + 64 + 172
+        and "t200" in fig.layout.title.text
+        and "layer 0 head 1" in fig.layout.title.text
+    )
     assert "“t0”" in content.hovertext[64]
     near = token_keys(captures["exact"], model, layer=0, head=1, token=70)
     assert [kind for kind, *_ in near.groups()] == ["pack", "window"]  # block 0 is its left neighbour
@@ -167,13 +180,23 @@ def test_a_reading_keeps_the_windows_it_reads_in_full_and_not_its_glimpses():
     model = tiny_model_for_tokenizer(0)
     text = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))
     with keeping_reading(model, budget=2**40) as kept:
-        options = ReadingOptions(max_length=256, max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None)
-        reading = read("When was the bell cast?", text, model=model, tokenizer=qa_tokenizer(), on_pass=kept.on_pass,
-                       options=options)
+        options = ReadingOptions(
+            max_length=256, max_windows=GLIMPSE_ABOVE + 2, stop_confidence=None, give_up_below=None
+        )
+        reading = read(
+            "When was the bell cast?",
+            text,
+            model=model,
+            tokenizer=qa_tokenizer(),
+            on_pass=kept.on_pass,
+            options=options,
+        )
     assert "glimpse" in reading.timings and reading.n_windows < GLIMPSE_ABOVE + 2  # glimpses ran, fewer were read
     places = [place for place in range(GLIMPSE_ABOVE + 2) if kept.window(place) is not None]
     assert places == list(range(reading.n_windows))
-    assert all(kept.window(place).hidden[0].shape[0] >= 192 for place in places)  # whole windows, not 128-token glimpses
+    assert all(
+        kept.window(place).hidden[0].shape[0] >= 192 for place in places
+    )  # whole windows, not 128-token glimpses
     # without being told, the glimpses' batch is taken for windows read
     unaware = ReadingInputs(budget=2**40)
     with unaware.keeping(model):

@@ -1,4 +1,5 @@
-"""The app's handlers as plain functions: examples, documents, asking, cancelling, rendering, the API payload, loading."""
+"""The app's handlers as plain functions: examples, documents, asking, cancelling, rendering, the API payload,
+loading."""
 
 from __future__ import annotations
 
@@ -13,19 +14,31 @@ import pytest
 import torch
 
 from littlebird.app import asking, models, payloads, ui
-from littlebird.documents import sources as documents
+from littlebird.app.cancellation import Cancellation
+from littlebird.app.examples import choose_example, find_example, load_examples, web_pages
 from littlebird.app.explorer.cache import CAPTURES, capture_key
 from littlebird.app.explorer.capture import ReadingInputs, keeping_reading
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token, warm_explorer
 from littlebird.app.explorer.keys import layer_weights
-from littlebird.app.explorer.plots import (atlas_cell, atlas_cells, atlas_figure, explore, reading_map_figure,
-                                           rollout_document)
+from littlebird.app.explorer.plots import (
+    atlas_cell,
+    atlas_cells,
+    atlas_figure,
+    explore,
+    reading_map_figure,
+    rollout_document,
+)
 from littlebird.app.explorer.target import AnswerChoice, WindowChoice
-from littlebird.app.cancellation import Cancellation
+from littlebird.documents import sources as documents
 from littlebird.documents.clean import clean_document
 from littlebird.documents.errors import DocumentError
-from littlebird.app.examples import choose_example, find_example, load_examples, web_pages
-from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, MAX_HTML_CHARACTERS, Limits, check_characters
+from littlebird.documents.limits import (
+    DEFAULT_MAX_CHARACTERS,
+    DEFAULT_QUESTION_SECONDS,
+    MAX_HTML_CHARACTERS,
+    Limits,
+    check_characters,
+)
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import Answer, Reading, ReadingOptions, ReadingStopped
 from tests.qa_factories import qa_tokenizer
@@ -55,10 +68,16 @@ def make_result(answers: list[tuple[int, int]], text: str, *, no_answer: bool = 
     """A Reading with the given spans of ``text`` as its n-best, best first, as the page gets one."""
     n = len(answers)
     return Reading(
-        answers=[Answer(text[s:e], s, e, score=1.0 - i, probability=1 / n, window=0) for i, (s, e) in enumerate(answers)],
-        no_answer=no_answer, answerable_probability=0.9, timings={"fetch": 0.0, "clean": 0.01, "model": 0.5},
-        n_tokens=1234, window_token_spans=[(0, 1000), (500, 1234)], question_length=12,
-    )  # fmt: skip
+        answers=[
+            Answer(text[s:e], s, e, score=1.0 - i, probability=1 / n, window=0) for i, (s, e) in enumerate(answers)
+        ],
+        no_answer=no_answer,
+        answerable_probability=0.9,
+        timings={"fetch": 0.0, "clean": 0.01, "model": 0.5},
+        n_tokens=1234,
+        window_token_spans=[(0, 1000), (500, 1234)],
+        question_length=12,
+    )
 
 
 # ---- examples ----------------------------------------------------------------------
@@ -118,18 +137,24 @@ def test_highlight_tints_spans_around_the_answer_marks():
     text = "One block of text. Another block, with the answer inside it. A third."
     best = (text.index("the answer"), text.index(" inside"))
     second = (text.index("Another"), text.index(" A third"))
-    rendered = payloads.highlight_answers(text, make_result([best], text).answers,
-                                          tints=[(second[0], second[1], "rollout #1: 40%"), (0, 18, "<#2>")])
+    rendered = payloads.highlight_answers(
+        text, make_result([best], text).answers, tints=[(second[0], second[1], "rollout #1: 40%"), (0, 18, "<#2>")]
+    )
     assert rendered.count('id="lb-answer"') == 1
-    assert ('<span class="lb-tint lb-tint-1" title="rollout #1: 40%"><mark class="lb-best" id="lb-answer" '
-            'title="#1 · 100%">the answer</mark></span>') in rendered
+    assert (
+        '<span class="lb-tint lb-tint-1" title="rollout #1: 40%"><mark class="lb-best" id="lb-answer" '
+        'title="#1 · 100%">the answer</mark></span>'
+    ) in rendered
     assert '<span class="lb-tint lb-tint-2" title="&lt;#2&gt;">One block of text.</span>' in rendered
     assert rendered.count("lb-tint-1") == 3  # before, on and after the answer
 
 
 def test_highlight_without_answers_and_with_a_weak_best():
     text = "Nothing <b>to</b> see."
-    assert payloads.highlight_document(text, None) == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
+    assert (
+        payloads.highlight_document(text, None)
+        == '<div class="lb-doc" lang="en">Nothing &lt;b&gt;to&lt;/b&gt; see.</div>'
+    )
     weak = payloads.highlight_document(text, make_result([(0, 7)], text, no_answer=True))
     assert 'class="lb-best-weak"' in weak
 
@@ -176,14 +201,21 @@ def test_read_document_from_upload_and_url(tmp_path):
         url = f"{base}/jikji.html"
         assert "Heungdeoksa" in documents.read_document("url", url=url, allow_local=True).text
         # the same page (a query string keeps it out of the cache) is refused for its loopback address unless asked for
-        with pytest.raises(DocumentError, match=r"points to a loopback address \(this computer\).*only public web pages"):
+        with pytest.raises(
+            DocumentError, match=r"points to a loopback address \(this computer\).*only public web pages"
+        ):
             documents.read_document("url", url=f"{url}?again")
 
 
 @pytest.mark.parametrize(
     "source, kwargs",
-    [("paste", {"pasted": "   "}), ("url", {"url": ""}), ("upload", {"upload": None}), ("url", {"url": "ftp://example.com/x"}),
-     ("url", {"url": "file:///etc/passwd"})],
+    [
+        ("paste", {"pasted": "   "}),
+        ("url", {"url": ""}),
+        ("upload", {"upload": None}),
+        ("url", {"url": "ftp://example.com/x"}),
+        ("url", {"url": "file:///etc/passwd"}),
+    ],
 )
 def test_read_document_errors_are_sentences_for_the_user(source, kwargs):
     with pytest.raises(DocumentError) as error:
@@ -208,9 +240,12 @@ def test_unknown_source_and_bad_settings_are_rejected():
 def test_ask_reports_progress_and_returns_everything_the_page_shows(settings):
     reports = []
     view, target = ask_as_the_page(
-        "paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>",
+        "paste",
+        "Where was Jikji printed?",
+        settings,
+        pasted=SHORT_DOCUMENT + "<p>Not cached yet.</p>",
         report=lambda fraction, message: reports.append((fraction, message)),
-    )  # fmt: skip
+    )
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     for stage in ("Reading", "Cleaning", "model"):
@@ -278,7 +313,9 @@ def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settin
     assert target.aim == AnswerChoice(0) and target.answer_span == (best.start, best.end)
     assert target.document_start == result.window_token_spans[best.window][0]
     aims = [aim for _, aim in target.choices()]
-    assert aims == [AnswerChoice(k) for k in range(len(result.answers))] + [WindowChoice(i) for i in range(len(target.windows))]
+    assert aims == [AnswerChoice(k) for k in range(len(result.answers))] + [
+        WindowChoice(i) for i in range(len(target.windows))
+    ]
     # the page's menu holds them as strings, and reads them back
     assert [ui.aim_of(ui.aim_value(aim)) for aim in aims] == aims and ui.aim_value(WindowChoice(3)) == "window:3"
     with pytest.raises(ValueError, match="answer:K"):
@@ -298,7 +335,11 @@ def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settin
     best_summary, _, _ = explain(target)
     width = {i: target.windows[i].end - target.windows[i].start for i in (unread, target.window)}
     assert summary.n_tokens - width[unread] == best_summary.n_tokens - width[target.window] > 0  # the same question
-    assert best_summary.answer_tokens and summary.answer_tokens == () and "No answer span" in plots["answer"].layout.annotations[0].text
+    assert (
+        best_summary.answer_tokens
+        and summary.answer_tokens == ()
+        and "No answer span" in plots["answer"].layout.annotations[0].text
+    )
     reading_map = reading_map_figure(aimed, TEST_MODEL)
     assert reading_map.layout.shapes[0].x0 == unread - 0.5  # the window explored is shaded
     with pytest.raises(ValueError, match="no window 9999"):
@@ -307,7 +348,9 @@ def test_the_explorer_can_be_aimed_at_any_answer_or_window_of_the_reading(settin
         target.aimed("answer:0")
 
 
-@pytest.mark.parametrize("address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"])
+@pytest.mark.parametrize(
+    "address", ["file:///etc/passwd", "ftp://example.org/notes.txt", "javascript:alert(1)", "http://10.0.0.1/admin"]
+)
 def test_answer_document_refuses_other_schemes_like_internal_addresses(settings, address):
     with pytest.raises(DocumentError, match="for safety, only public web pages can be fetched"):
         asking.answer_document(address, "What is in it?", checkpoint=TEST_MODEL)
@@ -382,7 +425,9 @@ def test_the_character_limit_applies_to_uploads_and_fetched_pages(tmp_path, monk
         documents.read_document("upload", upload=str(path))
     with serve_directory(tmp_path) as base, pytest.raises(DocumentError, match="at most 800 characters"):
         documents.read_document("url", url=f"{base}/long.txt", allow_local=True)
-    html = read_pasted_text(SHORT_DOCUMENT * 8)  # markup is mostly not text: HTML has the byte cap, text the character limit
+    html = read_pasted_text(
+        SHORT_DOCUMENT * 8
+    )  # markup is mostly not text: HTML has the byte cap, text the character limit
     assert html.is_html and 800 < len(html.text) < MAX_HTML_CHARACTERS
     check_characters(html, Limits(max_characters=800))
     assert no_cleaning_or_model == []
@@ -390,7 +435,11 @@ def test_the_character_limit_applies_to_uploads_and_fetched_pages(tmp_path, monk
 
 def test_the_limits_come_from_the_environment():
     assert Limits.from_environment({}) == Limits(DEFAULT_MAX_CHARACTERS, DEFAULT_QUESTION_SECONDS, None)
-    environ = {"LITTLEBIRD_MAX_CHARACTERS": "4096", "LITTLEBIRD_QUESTION_SECONDS": "none", "LITTLEBIRD_MAX_TOKENS": "512"}
+    environ = {
+        "LITTLEBIRD_MAX_CHARACTERS": "4096",
+        "LITTLEBIRD_QUESTION_SECONDS": "none",
+        "LITTLEBIRD_MAX_TOKENS": "512",
+    }
     assert Limits.from_environment(environ) == Limits(4096, None, 512)
     with pytest.raises(ValueError, match="question_seconds must be positive"):
         Limits.from_environment({"LITTLEBIRD_QUESTION_SECONDS": "0"})
@@ -401,8 +450,12 @@ def test_a_document_over_the_token_limit_is_refused_before_the_model_reads_it(se
     calls = []
     monkeypatch.setattr("littlebird.app.qa.read", lambda *args, **kwargs: calls.append("read"))
     with pytest.raises(DocumentError, match=r"tokens long; this app reads at most 20 tokens per question"):
-        asking.ask("paste", "When?", settings, pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, "
-                                                  "and the volume is in Paris.")
+        asking.ask(
+            "paste",
+            "When?",
+            settings,
+            pasted="Jikji was printed with movable metal type at Heungdeoksa in 1377, and the volume is in Paris.",
+        )
     assert calls == []
 
 
@@ -411,8 +464,13 @@ def test_a_spent_time_budget_shows_a_note_and_the_windows_read(settings, monkeyp
     pasted = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 120  # about 2,000 tokens
     reports = []
     settings = replace(settings, reading=replace(settings.reading, max_length=512))
-    view = asking.ask("paste", "When was Jikji printed?", settings, pasted=pasted,
-                  report=lambda fraction, message: reports.append(message))
+    view = asking.ask(
+        "paste",
+        "When was Jikji printed?",
+        settings,
+        pasted=pasted,
+        report=lambda fraction, message: reports.append(message),
+    )
     planned = view.reading.windows_planned
     assert view.reading.n_windows == 1 < planned
     assert f"Read 1 of {planned} windows" in view.reading.note and "ran out" in view.reading.note
@@ -518,12 +576,20 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
     np.testing.assert_array_equal(arrays["metric_entropy"], summary.head_metrics["entropy"])
     np.testing.assert_array_equal(arrays["metric_prior"], summary.head_metrics["prior"])
     assert tuple(arrays["rollout_tokens"]) == summary.rollout_tokens and arrays["rollout"].shape[:2] == (2, 3)
-    assert tuple(arrays["block_labels"]) == summary.block_labels and tuple(arrays["answer_tokens"]) == summary.answer_tokens
+    assert (
+        tuple(arrays["block_labels"]) == summary.block_labels
+        and tuple(arrays["answer_tokens"]) == summary.answer_tokens
+    )
     best = view.reading.answers[0]
     assert metadata["question"] == "Where was Jikji printed?" and metadata["checkpoint"] == TEST_MODEL
     assert (metadata["layer"], metadata["head"], metadata["metric"]) == (1, 2, "entropy")
-    assert metadata["window"] == {"index": 0, "tokens": [0, view.reading.n_tokens], "first_pass_rank": 1, "read": 1,
-                                  "windows": 1}
+    assert metadata["window"] == {
+        "index": 0,
+        "tokens": [0, view.reading.n_tokens],
+        "first_pass_rank": 1,
+        "read": 1,
+        "windows": 1,
+    }
     assert metadata["answer"]["text"] == best.text and metadata["answer"]["rank"] == 1
     import zipfile
 
@@ -533,7 +599,9 @@ def test_the_explorers_view_exports_as_an_npz_with_its_json(settings):
 
 def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(settings):
 
-    for thread in threading.enumerate():  # an earlier test's app start may still be warming (and keeping) in the background
+    for (
+        thread
+    ) in threading.enumerate():  # an earlier test's app start may still be warming (and keeping) in the background
         if thread.name == "warm-model":
             thread.join(timeout=300)
     CAPTURES.clear()
@@ -586,18 +654,26 @@ BELLS = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700
 def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window_alone(settings):
     """The layer inputs kept while the reader reads, one window a pass or several (each row its own window),
     rebuild each layer's weights as a pass of the window alone computes them."""
-    from littlebird.documents.sources import read_document
     from littlebird.app.explorer.window import window_attention
+    from littlebird.documents.sources import read_document
     from littlebird.reader import read
 
     loaded = models.load_model(TEST_MODEL)
     document = read_document("paste", pasted=BELLS)
-    options = dict(model=loaded.model, tokenizer=loaded.tokenizer, model_text=document.model_text,
-                   model_to_text=document.model_to_text)
+    options = dict(
+        model=loaded.model,
+        tokenizer=loaded.tokenizer,
+        model_text=document.model_text,
+        model_to_text=document.model_to_text,
+    )
     question = "When was the bell cast?"
     with keeping_reading(loaded.model, budget=2**40) as kept:
-        reading = read(question, document.text, **options,
-                       options=ReadingOptions(max_length=512, max_windows=None, window_batch_size=3))
+        reading = read(
+            question,
+            document.text,
+            **options,
+            options=ReadingOptions(max_length=512, max_windows=None, window_batch_size=3),
+        )
     assert reading.n_windows == reading.windows_planned >= 4
     for place, (start, _) in enumerate(reading.window_token_spans):
         passed = window_attention(question, document.text, document_start=start, max_length=512, **options)
@@ -609,8 +685,9 @@ def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window
         for got, expected in zip(rebuilt, passed.attentions):
             assert got.local.shape == expected.local.shape and got.pack.shape == expected.pack.shape
             for name in ("local", "global_", "packed", "pack"):  # X kept in 16 bits: close, not equal
-                torch.testing.assert_close(getattr(got, name).float(), getattr(expected, name).float(), atol=2e-3,
-                                           rtol=0)
+                torch.testing.assert_close(
+                    getattr(got, name).float(), getattr(expected, name).float(), atol=2e-3, rtol=0
+                )
 
 
 def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
@@ -619,8 +696,13 @@ def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
 
     model = tiny_model_for_tokenizer(0)  # its windows' answerable logits differ
     with keeping_reading(model, budget=1) as kept:
-        reading = read("When was the bell cast?", BELLS, model=model, tokenizer=qa_tokenizer(),
-                       options=ReadingOptions(max_length=512, max_windows=4, stop_confidence=None, give_up_below=None))
+        reading = read(
+            "When was the bell cast?",
+            BELLS,
+            model=model,
+            tokenizer=qa_tokenizer(),
+            options=ReadingOptions(max_length=512, max_windows=4, stop_confidence=None, give_up_below=None),
+        )
     logits = {w.read: w.answerable_logit for w in reading.windows if w.read is not None}
     assert len(logits) == 4
     best = max(logits, key=logits.get)

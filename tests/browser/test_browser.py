@@ -14,39 +14,17 @@ import pytest
 
 from littlebird.app.examples import find_example
 from littlebird.app.explorer.export import read_explorer_file
-from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
+from tests.ui_support import CHROMIUM, long_document, serve_directory, wait_for_reading, watch_readings
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 ANSWER_TIMEOUT_MS = 90_000  # a 5K-token document on two busy cores, plus the attention rerun
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Debian chromium, driven by Playwright, for this module's tests."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A fresh page on the served app, ready for input."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(served_app(), wait_until="load")
-    for box in ("#lb-paste textarea", "#lb-question textarea"):
-        page.locator(box).wait_for(state="visible", timeout=30_000)
-    yield page
-    page.close()
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"
+    ),
+]
 
 
 def shown_document(page) -> str:
@@ -100,7 +78,7 @@ def download_export(page, folder):
 def test_document_html_is_shown_as_text_never_run(page):
     # plain text (no paragraph tags), so the markup below reaches the shown text as characters
     hostile = (
-        "Markup such as <img src=x onerror=\"window.__pwned = 1\"> or <svg onload=\"window.__pwned = 2\"></svg> "
+        'Markup such as <img src=x onerror="window.__pwned = 1"> or <svg onload="window.__pwned = 2"></svg> '
         "or <script>window.__pwned = 3</script> must stay text. The launch was in 1998."
     )
     paste_and_ask(page, hostile, "When was the launch?")
@@ -123,12 +101,17 @@ def test_paste_example_ask_and_explore(page):
     # the other n-best are marked lighter exactly where they reach outside the best answer's span:
     # the n-best table's character ranges, read on the shown text, say which characters those are
     text = page.evaluate("() => document.querySelector('#lb-document .lb-doc').textContent")
-    ranges = [tuple(map(int, cell.split("–")))
-              for cell in page.locator("#lb-answer-card table.lb-nbest tbody tr td:nth-child(5)").all_inner_texts()]
+    ranges = [
+        tuple(map(int, cell.split("–")))
+        for cell in page.locator("#lb-answer-card table.lb-nbest tbody tr td:nth-child(5)").all_inner_texts()
+    ]
     (best_start, best_end), others = ranges[0], ranges[1:]
     assert text[best_start:best_end] == answer
-    outside = "".join(ch for i, ch in enumerate(text)
-                      if not best_start <= i < best_end and any(start <= i < end for start, end in others))
+    outside = "".join(
+        ch
+        for i, ch in enumerate(text)
+        if not best_start <= i < best_end and any(start <= i < end for start, end in others)
+    )
     assert outside.strip(), "the example's other answers should reach outside the best one"
     assert "".join(page.locator("#lb-document mark.lb-alt").all_text_contents()) == outside
 
@@ -155,7 +138,8 @@ def test_paste_example_ask_and_explore(page):
     head.fill("3")
     head.press("Enter")
     page.wait_for_function(
-        "() => document.querySelector('#lb-plot-blocks .gtitle')?.textContent.endsWith('layer 0 head 3')", timeout=30_000
+        "() => document.querySelector('#lb-plot-blocks .gtitle')?.textContent.endsWith('layer 0 head 3')",
+        timeout=30_000,
     )
 
     # any token: the view follows the head; a token picked by position shows its keys, their content and
@@ -167,8 +151,7 @@ def test_paste_example_ask_and_explore(page):
     token.press("Enter")
     page.wait_for_function(f"() => ({token_title})().startsWith('Token 2 ')", timeout=30_000)
     traces = page.evaluate(
-        "() => document.querySelector('#lb-token-view .js-plotly-plot')._fullData"
-        ".map(t => [t.name, Array.from(t.y)])"
+        "() => document.querySelector('#lb-token-view .js-plotly-plot')._fullData.map(t => [t.name, Array.from(t.y)])"
     )
     names = [name for name, _ in traces]
     assert names == ["content q·k/√d", "BiALiBi bias", "score (logit)", "weight"]
@@ -186,7 +169,8 @@ def test_the_explorer_of_a_long_document(page, tmp_path):
     # the document tints the blocks the answer draws most from
     page.locator("#lb-rollout .heatmaplayer image, #lb-rollout .hm image").first.wait_for(timeout=30_000)
     maps = page.evaluate("""() => document.querySelector('#lb-rollout .js-plotly-plot')._fullData
-        .filter(t => t.type === 'heatmap').map(t => [t.z.length, t.z[0].length, Math.max(...t.z.map(r => Math.max(...r)))])""")
+        .filter(t => t.type === 'heatmap')
+        .map(t => [t.z.length, t.z[0].length, Math.max(...t.z.map(r => Math.max(...r)))])""")
     assert len(maps) == 3 and all(rows == 2 and blocks >= 4 and -1 < peak <= 0 for rows, blocks, peak in maps)  # log10
     shares = page.evaluate("""() => document.querySelector('#lb-rollout .js-plotly-plot')._fullData
         .filter(t => t.type === 'bar').map(t => Array.from(t.x))""")
@@ -223,7 +207,8 @@ def test_the_explorer_of_a_long_document(page, tmp_path):
     page.get_by_role("option", name=pick, exact=True).click()
     chosen = pick.split(":")[0].replace(",", "")  # "layer 1 head 3"
     page.wait_for_function(
-        "t => (document.querySelector('#lb-plot-blocks .gtitle')?.textContent ?? '').endsWith(t)", arg=chosen,
+        "t => (document.querySelector('#lb-plot-blocks .gtitle')?.textContent ?? '').endsWith(t)",
+        arg=chosen,
         timeout=30_000,
     )
     assert page.locator("#lb-layer input[type=number]").input_value() == chosen.split()[1]
@@ -234,8 +219,12 @@ def test_the_explorer_of_a_long_document(page, tmp_path):
     arrays, metadata = read_explorer_file(saved)
     layer, head = int(chosen.split()[1]), int(chosen.split()[3])
     assert saved.suffix == ".npz" and arrays["block_maps"].shape[:2] == (2, 4)
-    assert (metadata["question"], metadata["layer"], metadata["head"], metadata["metric"]) == \
-        ("Where was Jikji printed?", layer, head, "distance")
+    assert (metadata["question"], metadata["layer"], metadata["head"], metadata["metric"]) == (
+        "Where was Jikji printed?",
+        layer,
+        head,
+        "distance",
+    )
     assert metadata["window"]["index"] == int(unread.split()[1]) and metadata["answer"] is None
 
 

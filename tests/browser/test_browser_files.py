@@ -19,15 +19,22 @@ from littlebird.app import ui
 from littlebird.app.examples import find_example
 from littlebird.documents.page_image import ANSWER_COLOUR
 from tests.app.test_file_answers import FERRIES_KO, HARBOUR
-from tests.browser.test_browser import CHROMIUM, browser, shown_document, wait_for_new_answer  # noqa: F401 (a fixture)
+from tests.browser.test_browser import shown_document, wait_for_new_answer
 from tests.pdf_factories import blank_scan_pdf, branch_fact, report_pdf, scan
-from tests.ui_support import free_port
+from tests.ui_support import CHROMIUM, free_port
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
-needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None, reason="reading a scan needs Tesseract OCR "
-                                     "(apt-get install tesseract-ocr tesseract-ocr-kor)")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"
+    ),
+]
+needs_tesseract = pytest.mark.skipif(
+    shutil.which("tesseract") is None,
+    reason="reading a scan needs Tesseract OCR (apt-get install tesseract-ocr tesseract-ocr-kor)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +57,11 @@ def page(browser, app_url):
 
 def wait_for_upload(page, name: str) -> None:
     """Wait until the upload box holds the file ``name`` (it shows the name's stem and suffix apart)."""
-    page.wait_for_function("stem => (document.querySelector('#lb-upload')?.textContent ?? '').includes(stem)",
-                           arg=Path(name).stem, timeout=30_000)
+    page.wait_for_function(
+        "stem => (document.querySelector('#lb-upload')?.textContent ?? '').includes(stem)",
+        arg=Path(name).stem,
+        timeout=30_000,
+    )
 
 
 def upload_and_ask(page, path: Path, question: str) -> None:
@@ -86,7 +96,9 @@ def assert_answer_on_page(page, answer: str, page_number: int | None, n_pages: i
                     .map(m => Number(m.dataset.page));
     }""")
     assert max(after_marks) == page_number
-    badge = page.evaluate("""() => getComputedStyle(document.querySelector('#lb-document .lb-page'), '::before').content""")
+    badge = page.evaluate(
+        """() => getComputedStyle(document.querySelector('#lb-document .lb-page'), '::before').content"""
+    )
     assert badge.startswith('"page ')  # the style sheet draws the page number; the text holds none
 
 

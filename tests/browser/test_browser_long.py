@@ -7,13 +7,24 @@ import re
 
 import pytest
 
-from littlebird.reader import DEFAULT_MAX_WINDOWS
 from littlebird.app.explorer.export import read_explorer_file
-from tests.browser.test_browser import (CHROMIUM, browser, download_export, open_explorer, page, paste_and_ask, shown_document,  # noqa: F401
-                                        wait_for_new_answer)
-from tests.ui_support import long_document
+from littlebird.reader import DEFAULT_MAX_WINDOWS
+from tests.browser.test_browser import (
+    download_export,
+    open_explorer,
+    paste_and_ask,
+    shown_document,
+    wait_for_new_answer,
+)
+from tests.ui_support import CHROMIUM, long_document
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"
+    ),
+]
 
 
 def paste_large(page, text: str) -> None:
@@ -76,7 +87,9 @@ def test_a_100k_token_paste_is_answered_with_a_read_n_of_m_note_and_explored(pag
     page.wait_for_function(
         "before => { const p = document.querySelector('#lb-plot-blocks .js-plotly-plot');"
         " const busy = document.querySelectorAll('[data-testid=\"status-tracker\"]:not(.hide)').length;"
-        " return p && p.innerHTML !== before && busy === 0; }", arg=before, timeout=90_000,
+        " return p && p.innerHTML !== before && busy === 0; }",
+        arg=before,
+        timeout=90_000,
     )
     assert page.evaluate(shaded) == index - 0.5
 
@@ -107,5 +120,6 @@ def test_the_explorer_is_drawn_when_opened_not_with_the_answer(page):
     page.wait_for_function(
         "before => { const p = document.querySelector('#lb-plot-blocks .js-plotly-plot');"
         " return p && p.innerHTML !== before && (p.querySelector('.gtitle')?.textContent ?? '').includes('layer'); }",
-        arg=before, timeout=60_000,
+        arg=before,
+        timeout=60_000,
     )

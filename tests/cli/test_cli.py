@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from littlebird.cli import PASSED_THROUGH, main as littlebird
+from littlebird.cli import PASSED_THROUGH
+from littlebird.cli import main as littlebird
 
 ROOT = Path(__file__).resolve().parents[2]
 ISS = ROOT / "assets" / "examples" / "en-international-space-station.html"
@@ -16,8 +17,9 @@ QUESTION = "Who was the American commander of Expedition 1?"
 
 
 def test_help_lists_every_subcommand():
-    result = subprocess.run([sys.executable, "-m", "littlebird", "--help"], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "littlebird", "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
     for command in ("serve", "ask", "train", "space", *PASSED_THROUGH):
         assert f"\n    {command}" in result.stdout
@@ -41,8 +43,13 @@ def test_ask_json_is_the_endpoints_payload(capsys):
 
 def test_ask_reads_questions_as_json_lines_and_writes_one_answer_line_each(tmp_path, monkeypatch, capsys):
     questions = tmp_path / "questions.jsonl"
-    questions.write_text(json.dumps({"id": "q1", "question": QUESTION}) + "\n\n"
-                         + json.dumps("When was the first module launched?") + "\n", encoding="utf-8")
+    questions.write_text(
+        json.dumps({"id": "q1", "question": QUESTION})
+        + "\n\n"
+        + json.dumps("When was the first module launched?")
+        + "\n",
+        encoding="utf-8",
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO(ISS.read_text(encoding="utf-8")))
     assert littlebird(["ask", "-", "--questions", str(questions)]) == 0  # the document from standard input
     answers = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

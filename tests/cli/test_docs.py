@@ -14,7 +14,9 @@ TRAINING_LOG = ROOT / "docs" / "training-log.md"  # the history: the one documen
 PRODUCT_DOCUMENTS = [README, CARD, *sorted(p for p in (ROOT / "docs").glob("*.md") if p != TRAINING_LOG)]
 
 # How work-log residue reads: "session 12", "issue #10", "issues 6", "lent GPU", "a lent H200".
-WORK_LOG = re.compile(r"\b(?:sessions?|issues?)\s*#?\s*\d|\blent\s+(?:an?\s+)?(?:GPUs?|H100|H200|machines?)\b", re.IGNORECASE)
+WORK_LOG = re.compile(
+    r"\b(?:sessions?|issues?)\s*#?\s*\d|\blent\s+(?:an?\s+)?(?:GPUs?|H100|H200|machines?)\b", re.IGNORECASE
+)
 FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n", re.DOTALL)
 FENCED_CODE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
 HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -39,9 +41,14 @@ def is_absolute(target: str) -> bool:
 
 @pytest.mark.parametrize("path", PRODUCT_DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_product_documents_hold_no_work_log(path):
-    lines = [f"{n}: {line.strip()}" for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if WORK_LOG.search(line)]
-    assert not lines, f"{path.relative_to(ROOT)} narrates the work (history goes to docs/training-log.md):\n" + "\n".join(lines)
+    lines = [
+        f"{n}: {line.strip()}"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if WORK_LOG.search(line)
+    ]
+    assert not lines, (
+        f"{path.relative_to(ROOT)} narrates the work (history goes to docs/training-log.md):\n" + "\n".join(lines)
+    )
 
 
 def test_work_log_pattern():
@@ -68,8 +75,11 @@ def test_model_card_metadata():
 
 
 def test_readme_links_resolve():
-    missing = [t for t in link_targets(README) if not is_absolute(t) and not t.startswith("#")
-               and not (ROOT / t.split("#")[0]).exists()]
+    missing = [
+        t
+        for t in link_targets(README)
+        if not is_absolute(t) and not t.startswith("#") and not (ROOT / t.split("#")[0]).exists()
+    ]
     assert not missing, f"README.md links to missing files: {missing}"
 
 

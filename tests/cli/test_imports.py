@@ -36,16 +36,21 @@ def import_graph(modules: dict[str, tuple[Path, bool]]) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
-                base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])]
-                                ) if node.level else node.module
+                base = (
+                    ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])])
+                    if node.level
+                    else node.module
+                )
                 # `from X import y`: the submodule X.y where y is one, else X itself
-                targets.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                               for alias in node.names)
+                targets.update(
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names
+                )
         graph[name] = set()
         for target in targets:
             parts = target.split(".")
-            owner = next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in modules),
-                         None)
+            owner = next(
+                (".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in modules), None
+            )
             if owner is not None and owner != name:
                 graph[name].add(owner)
     return graph
@@ -110,8 +115,9 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
 
 def test_asking_about_a_text_file_loads_no_web_page_and_keeps_no_layer_inputs(tmp_path):
     document = tmp_path / "lighthouse.txt"
-    document.write_text("The lighthouse at Saint Ovidio was first lit in 1843 by its keeper, Anna Moreau.\n",
-                        encoding="utf-8")
+    document.write_text(
+        "The lighthouse at Saint Ovidio was first lit in 1843 by its keeper, Anna Moreau.\n", encoding="utf-8"
+    )
     seen = run_fresh(f"""
 import contextlib, io, json, sys
 import torch
@@ -133,13 +139,15 @@ print(json.dumps({{"code": code, "answer": json.loads(shown.getvalue())["answer"
 
 
 def test_the_circle_finder_sees_imports_inside_functions_and_under_type_checking(tmp_path):
-    files = {"p/__init__.py": "", "p/a.py": "from . import b\n",
-             "p/b.py": "def f():\n    from .a import x\n",
-             "p/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.d import y\n",
-             "p/d.py": "from .c import z\n"}
+    files = {
+        "p/__init__.py": "",
+        "p/a.py": "from . import b\n",
+        "p/b.py": "def f():\n    from .a import x\n",
+        "p/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.d import y\n",
+        "p/d.py": "from .c import z\n",
+    }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
-    modules = {"p": (tmp_path / "p/__init__.py", True),
-               **{f"p.{m}": (tmp_path / f"p/{m}.py", False) for m in "abcd"}}
+    modules = {"p": (tmp_path / "p/__init__.py", True), **{f"p.{m}": (tmp_path / f"p/{m}.py", False) for m in "abcd"}}
     assert circles(import_graph(modules)) in ([["p.a", "p.b"], ["p.c", "p.d"]], [["p.c", "p.d"], ["p.a", "p.b"]])

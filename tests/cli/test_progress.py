@@ -32,7 +32,9 @@ def test_a_file_gets_plain_lines_with_the_rate_and_the_time_left():
             progress.update()
     lines = stream.getvalue().splitlines()
     assert len(lines) == 11 and "\r" not in stream.getvalue()  # a line each update, one at the end; no bar
-    assert re.fullmatch(r"evaluating: 10/40 questions, [\d.]+ questions/s, about \d+ (s|min|h) left", lines[9]), lines[9]
+    assert re.fullmatch(r"evaluating: 10/40 questions, [\d.]+ questions/s, about \d+ (s|min|h) left", lines[9]), lines[
+        9
+    ]
     assert lines[-1].startswith("evaluating: 10/40 questions")
 
 
@@ -60,8 +62,12 @@ def test_ask_shows_a_bar_over_its_questions_on_a_terminal(tmp_path, monkeypatch,
 
     document = Path(__file__).resolve().parents[2] / "assets" / "examples" / "en-international-space-station.html"
     questions = tmp_path / "questions.jsonl"
-    questions.write_text("\n".join(json.dumps(q) for q in ["Who was the American commander of Expedition 1?",
-                                                          "When was Zarya launched?"]), encoding="utf-8")
+    questions.write_text(
+        "\n".join(
+            json.dumps(q) for q in ["Who was the American commander of Expedition 1?", "When was Zarya launched?"]
+        ),
+        encoding="utf-8",
+    )
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["ask", str(document), "--questions", str(questions)]) == 0

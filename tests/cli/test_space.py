@@ -21,34 +21,56 @@ import pytest
 import yaml
 
 from littlebird import space
-from littlebird.space import (HARDWARE, LFS_ATTRIBUTES, LFS_THRESHOLD_BYTES, TORCH_VERSION, absolute_links,
-                              push_space, readme_images, repository_url, space_readme, write_space)
+from littlebird.space import (
+    HARDWARE,
+    LFS_ATTRIBUTES,
+    LFS_THRESHOLD_BYTES,
+    TORCH_VERSION,
+    absolute_links,
+    push_space,
+    readme_images,
+    repository_url,
+    space_readme,
+    write_space,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def files_in(folder: Path) -> dict[str, int]:
     """Every file under ``folder`` outside ``.git``, as its relative path and size."""
-    return {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(folder.rglob("*"))
-            if p.is_file() and ".git" not in p.relative_to(folder).parts}
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(folder).parts
+    }
 
 
 def lfs_patterns(folder: Path) -> list[str]:
     """The patterns ``.gitattributes`` gives the LFS filter."""
     lines = (folder / ".gitattributes").read_text(encoding="utf-8").splitlines()
-    return [line.split()[0] for line in lines if line.strip() and not line.startswith("#") and line.endswith(LFS_ATTRIBUTES)]
+    return [
+        line.split()[0] for line in lines if line.strip() and not line.startswith("#") and line.endswith(LFS_ATTRIBUTES)
+    ]
 
 
 def stored_in_lfs(relative: str, patterns: list[str]) -> bool:
     """Whether git would apply a pattern to ``relative``: one without a slash matches the file's name at any depth."""
-    return any(fnmatch.fnmatchcase(relative, p.lstrip("/")) if "/" in p else fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], p)
-               for p in patterns)
+    return any(
+        fnmatch.fnmatchcase(relative, p.lstrip("/"))
+        if "/" in p
+        else fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], p)
+        for p in patterns
+    )
 
 
 def requirement_names(requirements: Path) -> set[str]:
     """The distributions ``requirements.txt`` names, normalised as pip compares them."""
-    names = (re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line.strip()) for line in requirements.read_text().splitlines()
-             if line.strip() and not line.lstrip().startswith("#"))
+    names = (
+        re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line.strip())
+        for line in requirements.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    )
     return {normalised(match.group(0)) for match in names if match}
 
 
@@ -63,10 +85,19 @@ def folder(tmp_path) -> Path:
 
 def test_the_folder_holds_what_the_space_runs_and_nothing_else(folder):
     files = files_in(folder)
-    for needed in ("app.py", "requirements.txt", "packages.txt", "README.md", ".gitattributes", "LICENSE",
-                   "littlebird/__init__.py", "littlebird/app/ui.py", "assets/littlebird-qa/config.json",
-                   "assets/examples/examples.json",
-                   "docs/screenshot.png"):  # the README's screenshot, so the page shows it
+    for needed in (
+        "app.py",
+        "requirements.txt",
+        "packages.txt",
+        "README.md",
+        ".gitattributes",
+        "LICENSE",
+        "littlebird/__init__.py",
+        "littlebird/app/ui.py",
+        "assets/littlebird-qa/config.json",
+        "assets/examples/examples.json",
+        "docs/screenshot.png",
+    ):  # the README's screenshot, so the page shows it
         assert needed in files, needed
     shards = [f for f in files if f.startswith("assets/littlebird-qa/") and f.endswith(".safetensors")]
     assert len(shards) == 4
@@ -79,13 +110,20 @@ def test_the_readme_carries_the_space_front_matter_then_the_repository_readme(fo
     match = re.match(r"\A---\n(.*?)\n---\n\n", text, re.DOTALL)
     assert match, "the Space README starts with its front matter"
     assert yaml.safe_load(match.group(1)) == {
-        "title": "LittleBird QA", "emoji": "🐦", "colorFrom": "indigo", "colorTo": "green", "sdk": "gradio",
-        "sdk_version": importlib.metadata.version("gradio"), "python_version": "3.11", "app_file": "app.py",
-        "pinned": False, "license": "apache-2.0",
+        "title": "LittleBird QA",
+        "emoji": "🐦",
+        "colorFrom": "indigo",
+        "colorTo": "green",
+        "sdk": "gradio",
+        "sdk_version": importlib.metadata.version("gradio"),
+        "python_version": "3.11",
+        "app_file": "app.py",
+        "pinned": False,
+        "license": "apache-2.0",
         "short_description": "Question answering over long Korean and English documents",
         "suggested_hardware": "cpu-basic",
     }
-    body = text[match.end():]
+    body = text[match.end() :]
     assert body.startswith("# LittleBird QA\n") and "\n---\n" not in body[:200]
     readme = re.sub(r"\A---\n.*?\n---\n", "", (ROOT / "README.md").read_text(encoding="utf-8"), flags=re.DOTALL).strip()
     repository = repository_url(ROOT / "pyproject.toml")
@@ -112,20 +150,31 @@ def test_the_readme_body_loses_only_a_leading_front_matter(tmp_path, front_matte
     assert text.endswith("---\n\n" + body) and text.count("title:") == 1
 
 
-@pytest.mark.parametrize("hardware, torch_lines, extra, suggested", [
-    ("cpu", ["--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"], [], "cpu-basic"),
-    ("zero-gpu", [f"torch=={TORCH_VERSION}"], ["spaces"], "zero-a10g"),
-    ("gpu", [f"torch=={TORCH_VERSION}"], [], "t4-small"),
-])
-def test_requirements_are_torch_for_the_hardware_then_the_dependencies_and_the_app_extra(tmp_path, hardware, torch_lines,
-                                                                                         extra, suggested):
+@pytest.mark.parametrize(
+    "hardware, torch_lines, extra, suggested",
+    [
+        (
+            "cpu",
+            ["--extra-index-url https://download.pytorch.org/whl/cpu", f"torch=={TORCH_VERSION}+cpu"],
+            [],
+            "cpu-basic",
+        ),
+        ("zero-gpu", [f"torch=={TORCH_VERSION}"], ["spaces"], "zero-a10g"),
+        ("gpu", [f"torch=={TORCH_VERSION}"], [], "t4-small"),
+    ],
+)
+def test_requirements_are_torch_for_the_hardware_then_the_dependencies_and_the_app_extra(
+    tmp_path, hardware, torch_lines, extra, suggested
+):
     from littlebird.cli import main
 
     assert main(["space", str(tmp_path / "space"), "--hardware", hardware, "--root", str(ROOT)]) == 0
     folder = tmp_path / "space"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = [line for line in (folder / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
-    others = [r for r in [*project["dependencies"], *project["optional-dependencies"]["app"]] if not r.startswith("torch")]
+    others = [
+        r for r in [*project["dependencies"], *project["optional-dependencies"]["app"]] if not r.startswith("torch")
+    ]
     assert lines == [*torch_lines, *others, *extra]
     assert not any(line.startswith(("accelerate", "pytest", "fpdf2")) for line in lines)
     assert f"suggested_hardware: {suggested}\n" in (folder / "README.md").read_text(encoding="utf-8")
@@ -205,10 +254,16 @@ def test_push_space_creates_the_gradio_space_and_uploads_the_folder(folder, monk
 
     monkeypatch.setattr(space, "HfApi", RecordingApi)
     assert push_space(folder, "owner/littlebird-qa", token="hf_x") == "commit"
-    assert calls[:2] == [("init", "hf_x"),
-                         ("create_repo", "owner/littlebird-qa", {"repo_type": "space", "space_sdk": "gradio", "exist_ok": True})]
+    assert calls[:2] == [
+        ("init", "hf_x"),
+        ("create_repo", "owner/littlebird-qa", {"repo_type": "space", "space_sdk": "gradio", "exist_ok": True}),
+    ]
     upload = calls[2][1]
-    assert (upload["repo_id"], upload["folder_path"], upload["repo_type"]) == ("owner/littlebird-qa", str(folder), "space")
+    assert (upload["repo_id"], upload["folder_path"], upload["repo_type"]) == (
+        "owner/littlebird-qa",
+        str(folder),
+        "space",
+    )
     with pytest.raises(ValueError, match="not a Space folder"):
         push_space(folder.parent, "owner/littlebird-qa")
 
@@ -253,8 +308,9 @@ def site_packages() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("hardware", list(HARDWARE))
 def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requirements(tmp_path, hardware):
-    from tests.ui_support import free_port
     from gradio_client import Client
+
+    from tests.ui_support import free_port
 
     folder = write_space(tmp_path / "space", hardware=hardware)
     examples = json.loads((folder / "assets" / "examples" / "examples.json").read_text(encoding="utf-8"))["examples"]
@@ -265,12 +321,23 @@ def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requi
     port = free_port()
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LITTLEBIRD_CHECKPOINT")}
-    env.update(GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), HF_HUB_OFFLINE="1",
-               GRADIO_ANALYTICS_ENABLED="False", OMP_NUM_THREADS=os.environ.get("LITTLEBIRD_TEST_THREADS", "2"))
+    env.update(
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_SERVER_PORT=str(port),
+        HF_HUB_OFFLINE="1",
+        GRADIO_ANALYTICS_ENABLED="False",
+        OMP_NUM_THREADS=os.environ.get("LITTLEBIRD_TEST_THREADS", "2"),
+    )
     started = time.monotonic()
     # -u: -I ignores PYTHONUNBUFFERED, and a buffered "Running on local URL" would never reach the pipe.
-    app = subprocess.Popen([sys.executable, "-I", "-u", "-c", LAUNCHER, str(report)], cwd=folder, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    app = subprocess.Popen(
+        [sys.executable, "-I", "-u", "-c", LAUNCHER, str(report)],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     output: list[str] = []
     running = threading.Event()
 
@@ -286,7 +353,9 @@ def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requi
         while not running.wait(1.0):
             assert app.poll() is None, "the app exited before serving:\n" + "".join(output[-40:])
             assert time.monotonic() - started < 300, "the app did not serve within 5 minutes:\n" + "".join(output[-40:])
-        result = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(document, question["question"], api_name="/answer")
+        result = Client(f"http://127.0.0.1:{port}/", verbose=False).predict(
+            document, question["question"], api_name="/answer"
+        )
         app.send_signal(signal.SIGINT)  # gradio closes its server on KeyboardInterrupt, then the launcher reports
         app.wait(timeout=60)
     except BaseException:
@@ -307,11 +376,17 @@ def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requi
     assert not [p for p in seen["sys_path"] if p and Path(p).resolve().is_relative_to(ROOT)], seen["sys_path"]
 
     installed = site_packages()
-    third_party = {name for name, where in seen["imported"].items()
-                   if where and any(Path(where).is_relative_to(s) for s in installed)}
+    third_party = {
+        name
+        for name, where in seen["imported"].items()
+        if where and any(Path(where).is_relative_to(s) for s in installed)
+    }
     assert {"torch", "transformers", "gradio", "kiwipiepy"} <= third_party, third_party
     distributions = importlib.metadata.packages_distributions()
     required = requirement_names(folder / "requirements.txt")
-    missing = {name: distributions.get(name) for name in third_party
-               if not {normalised(d) for d in distributions.get(name, [])} & required}
+    missing = {
+        name: distributions.get(name)
+        for name in third_party
+        if not {normalised(d) for d in distributions.get(name, [])} & required
+    }
     assert not missing, f"the app imports modules whose distributions requirements.txt lacks: {missing}"

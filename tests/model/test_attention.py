@@ -56,8 +56,12 @@ def test_blocked_matches_dense_reference(block_size, n_blocks, shift_positions, 
     ref_packed = ref_probs[..., :S_PACK].reshape(B, H_HEADS, n_blocks, block_size, S_PACK)
     query_rows = valid[:, None, :, None]
     torch.testing.assert_close(dense_from_compact * query_rows, ref_tokens * query_rows, atol=1e-6, rtol=1e-5)
-    torch.testing.assert_close(packed * valid.view(B, 1, n_blocks, block_size, 1),
-                               ref_packed * valid.view(B, 1, n_blocks, block_size, 1), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        packed * valid.view(B, 1, n_blocks, block_size, 1),
+        ref_packed * valid.view(B, 1, n_blocks, block_size, 1),
+        atol=1e-6,
+        rtol=1e-5,
+    )
 
 
 def test_query_chunks_do_not_change_the_result():
@@ -69,8 +73,9 @@ def test_query_chunks_do_not_change_the_result():
     for chunk in (1, 5, 11, 12):
         chunked, _ = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, chunk_blocks=chunk)
         torch.testing.assert_close(chunked, whole, atol=1e-6, rtol=1e-6)
-        out, weights = usw_attention_blocked(q, k, v, pk, pv, geometry, bialibi, output_attentions=True,
-                                             chunk_blocks=chunk)
+        out, weights = usw_attention_blocked(
+            q, k, v, pk, pv, geometry, bialibi, output_attentions=True, chunk_blocks=chunk
+        )
         torch.testing.assert_close(out, whole, atol=1e-6, rtol=1e-6)
         for got, expected in zip(weights, whole_weights):  # (local, global, packed), written chunk by chunk
             torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-6)
@@ -241,8 +246,10 @@ def test_a_layers_weights_from_its_inputs_are_those_of_its_forward(chunk_tokens)
     inputs = []  # per layer (X, P, C_P)
     layers = model.littlebird.encoder.layer
     hooks = [layer.register_forward_pre_hook(lambda layer, args: inputs.append([args[0], args[1]])) for layer in layers]
-    hooks += [layer.pack_attention.output.register_forward_hook(lambda module, args, out: inputs[-1].append(out))
-              for layer in layers]
+    hooks += [
+        layer.pack_attention.output.register_forward_hook(lambda module, args, out: inputs[-1].append(out))
+        for layer in layers
+    ]
     with torch.no_grad():
         out = model.littlebird(ids, attention_mask=mask, position_ids=positions, output_attentions=True)
         _, geometry, _ = model.littlebird.prepare(ids, mask, None, positions)

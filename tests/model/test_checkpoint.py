@@ -11,7 +11,6 @@ from littlebird.checkpoint import cache_dir, compact_state_dict, load_qa_model, 
 from littlebird.conversion import convert_e5_to_littlebird
 from tests.littlebird_factories import tiny_qa_model
 from tests.model.test_export_standalone import CARD, expected_card_answer
-from tests.model.test_model_conventions import transformers_warnings  # noqa: F401 (a fixture)
 
 
 @pytest.fixture()
@@ -73,7 +72,8 @@ def test_auto_class_loads_the_full_model(tmp_path, isolated_cache, e5_student):
 
 
 def test_package_classes_load_compact_checkpoints_and_bare_modeling_classes_report_what_is_missing(
-        tmp_path, isolated_cache, e5_student):
+    tmp_path, isolated_cache, e5_student
+):
     directory = save_compact(e5_student, tmp_path / "ckpt")
     full = e5_student.get_input_embeddings().weight
     model, info = littlebird.LittleBirdForQuestionAnswering.from_pretrained(directory, output_loading_info=True)
@@ -81,8 +81,7 @@ def test_package_classes_load_compact_checkpoints_and_bare_modeling_classes_repo
     torch.testing.assert_close(model.get_input_embeddings().weight, full, atol=0, rtol=0)
     assert model.config.architectures == ["LittleBirdForQuestionAnswering"]  # what save_pretrained writes
 
-    bare, info = modeling_littlebird.LittleBirdForQuestionAnswering.from_pretrained(directory,
-                                                                                     output_loading_info=True)
+    bare, info = modeling_littlebird.LittleBirdForQuestionAnswering.from_pretrained(directory, output_loading_info=True)
     assert [name for name in info["missing_keys"]] == ["littlebird.embeddings.word_embeddings.weight"]
     assert not torch.equal(bare.get_input_embeddings().weight, full)
 

@@ -83,8 +83,11 @@ def test_every_sourced_tensor_is_bit_identical(converted, source, tokenizer):
     kept[new_ids] = False
     assert torch.equal(word[kept], source_word[kept])
     # Everything else is exactly the fresh part: pack P, BiALiBi slopes, QA head.
-    fresh = [name for name, _ in converted.named_parameters()
-             if "pack_embeddings" in name or ".bialibi." in name or name.startswith("qa_head.")]
+    fresh = [
+        name
+        for name, _ in converted.named_parameters()
+        if "pack_embeddings" in name or ".bialibi." in name or name.startswith("qa_head.")
+    ]
     assert checked + len(EXPECTED_EMBEDDING_SOURCES) + 1 + len(fresh) == len(list(converted.parameters()))
 
 
@@ -123,9 +126,22 @@ def test_new_token_rows(converted, source, tokenizer):
 
 def test_config_fields_match(converted):
     bert, config = e5_bert_config(), converted.config
-    for field in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                  "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
-                  "initializer_range", "type_vocab_size", "pad_token_id", "bos_token_id", "eos_token_id"):
+    for field in (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_act",
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "layer_norm_eps",
+        "initializer_range",
+        "type_vocab_size",
+        "pad_token_id",
+        "bos_token_id",
+        "eos_token_id",
+    ):
         assert getattr(config, field) == getattr(bert, field), field
     assert (config.block_size, config.pack_size) == (64, 64)
     assert config.source_layers == list(range(12))
@@ -160,7 +176,14 @@ def test_num_layers_keeps_the_documented_subset(four_layers, source):
 
 @pytest.mark.parametrize(
     ("depth", "expected"),
-    [(4, [0, 4, 7, 11]), (6, [0, 2, 4, 7, 9, 11]), (2, [0, 11]), (1, [0]), (12, list(range(12))), (None, list(range(12)))],
+    [
+        (4, [0, 4, 7, 11]),
+        (6, [0, 2, 4, 7, 9, 11]),
+        (2, [0, 11]),
+        (1, [0]),
+        (12, list(range(12))),
+        (None, list(range(12))),
+    ],
 )
 def test_select_layers(depth, expected):
     assert select_layers(12, depth) == expected
@@ -173,8 +196,9 @@ def test_select_layers_rejects_impossible_depths(depth):
 
 
 def tiny_bert():
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                        intermediate_size=64, pad_token_id=0)
+    config = BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64, pad_token_id=0
+    )
     torch.manual_seed(0)
     return BertModel(config, add_pooling_layer=False).state_dict(), config
 

@@ -7,8 +7,16 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import (AutoModel, AutoTokenizer, BertConfig, BertModel, BertTokenizer, DebertaV2Config,
-                          ElectraConfig, GPT2Config)
+from transformers import (
+    AutoModel,
+    AutoTokenizer,
+    BertConfig,
+    BertModel,
+    BertTokenizer,
+    DebertaV2Config,
+    ElectraConfig,
+    GPT2Config,
+)
 
 from littlebird import LittleBirdConfig
 from littlebird.checkpoint import load_qa_model, load_tokenizer
@@ -32,8 +40,20 @@ def converted(tmp_path_factory):
     folders = {}
     for family in FAMILIES:
         source = write_toy_encoder(family, root / family)
-        output = convert_main(["--source", str(source), "--output", str(root / f"{family}-littlebird"),
-                               "--layers", "2", "--block-size", "8", "--pack-size", "4"])
+        output = convert_main(
+            [
+                "--source",
+                str(source),
+                "--output",
+                str(root / f"{family}-littlebird"),
+                "--layers",
+                "2",
+                "--block-size",
+                "8",
+                "--pack-size",
+                "4",
+            ]
+        )
         folders[family] = (source, output)
     return folders
 
@@ -42,7 +62,9 @@ def converted(tmp_path_factory):
 def test_every_source_tensor_lands_where_the_paper_map_says(converted, family):
     source, output = converted[family]
     source_state = AutoModel.from_pretrained(source).state_dict()
-    state = {name.removeprefix("littlebird."): tensor for name, tensor in load_file(output / "model.safetensors").items()}
+    state = {
+        name.removeprefix("littlebird."): tensor for name, tensor in load_file(output / "model.safetensors").items()
+    }
     config = LittleBirdConfig.from_pretrained(output)
     assert config.source_layers == KEPT and config.num_hidden_layers == 2
     first_new = len(AutoTokenizer.from_pretrained(source))
@@ -62,7 +84,7 @@ def test_every_source_tensor_lands_where_the_paper_map_says(converted, family):
         elif name == WORD_EMBEDDINGS:
             own = state[name]
             assert torch.equal(own[:first_new], tensor[:first_new])
-            assert torch.equal(own[first_new + len(EXTRA_TOKENS):], tensor[first_new + len(EXTRA_TOKENS):])
+            assert torch.equal(own[first_new + len(EXTRA_TOKENS) :], tensor[first_new + len(EXTRA_TOKENS) :])
             new = own[first_new : first_new + len(EXTRA_TOKENS)]
             spread = tensor[:first_new].std(dim=0).max()
             torch.testing.assert_close(new.mean(0), tensor[:first_new].mean(0), atol=float(spread) * 0.2, rtol=0)
@@ -103,9 +125,31 @@ def test_the_recipe_trains_a_converted_encoder(converted, family, tmp_path):
     _, output = converted[family]
     data = write_toy_data(tmp_path / "data")
     before = load_qa_model(output)
-    finetune.main(["--student-dir", str(output), "--data-dir", str(data), "--output-dir", str(tmp_path / "run"),
-                   "--max-steps", "2", "--max-length", "48", "--doc-stride", "16", "--dev-fraction", "0.5",
-                   "--batch-size", "2", "--log-every", "1", "--lr", "1e-3", "--cpu"])
+    finetune.main(
+        [
+            "--student-dir",
+            str(output),
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--max-steps",
+            "2",
+            "--max-length",
+            "48",
+            "--doc-stride",
+            "16",
+            "--dev-fraction",
+            "0.5",
+            "--batch-size",
+            "2",
+            "--log-every",
+            "1",
+            "--lr",
+            "1e-3",
+            "--cpu",
+        ]
+    )
     losses = re.findall(r"step \d+/2 .* loss (\S+)", (tmp_path / "run" / LOG_FILE).read_text())
     assert len(losses) == 2 and all(0 < float(loss) < 100 for loss in losses), losses
     trained = tmp_path / "run" / MODEL_DIR
@@ -115,8 +159,12 @@ def test_the_recipe_trains_a_converted_encoder(converted, family, tmp_path):
     # the trained folder carries the converted tokenizer, and the reader reads with it
     tokenizer = load_tokenizer(trained)
     assert tokenizer.get_vocab() == load_tokenizer(output).get_vocab()
-    reading = read("what is the capital of arland?", "arland is a small country. the capital of arland is bexford.",
-                   model=after, tokenizer=tokenizer)
+    reading = read(
+        "what is the capital of arland?",
+        "arland is a small country. the capital of arland is bexford.",
+        model=after,
+        tokenizer=tokenizer,
+    )
     assert reading.answers and all(answer.end > answer.start for answer in reading.answers)
 
 
@@ -125,13 +173,21 @@ def _config_folder(config, directory: Path) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("config, message", [
-    (GPT2Config(n_layer=1, n_embd=32, n_head=4), r"'gpt2' is a decoder"),
-    (DebertaV2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=4), r"'deberta-v2' uses relative position"),
-    (ElectraConfig(hidden_size=32, embedding_size=16, num_hidden_layers=1, num_attention_heads=4),
-     r"'electra' with embedding_size 16"),
-    (BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, is_decoder=True), r"'bert'.*decoder"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (GPT2Config(n_layer=1, n_embd=32, n_head=4), r"'gpt2' is a decoder"),
+        (
+            DebertaV2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=4),
+            r"'deberta-v2' uses relative position",
+        ),
+        (
+            ElectraConfig(hidden_size=32, embedding_size=16, num_hidden_layers=1, num_attention_heads=4),
+            r"'electra' with embedding_size 16",
+        ),
+        (BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, is_decoder=True), r"'bert'.*decoder"),
+    ],
+)
 def test_what_cannot_be_converted_is_refused_by_name(config, message, tmp_path):
     with pytest.raises(NotConvertible, match=message):
         convert(_config_folder(config, tmp_path / "source"))
@@ -140,7 +196,10 @@ def test_what_cannot_be_converted_is_refused_by_name(config, message, tmp_path):
 def test_a_vocabulary_that_already_spells_an_added_token_is_refused(tmp_path):
     vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<p>", "word"])}
     BertTokenizer(vocab=vocab).save_pretrained(tmp_path)
-    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-                         intermediate_size=37)).save_pretrained(tmp_path)
+    BertModel(
+        BertConfig(
+            vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=37
+        )
+    ).save_pretrained(tmp_path)
     with pytest.raises(NotConvertible, match=r"'bert' tokenizer already has \['<p>'\]"):
         convert(tmp_path)

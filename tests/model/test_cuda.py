@@ -38,7 +38,12 @@ def test_a_bf16_training_step_on_cuda_moves_every_part():
         out = model(ids, start_positions=starts, end_positions=ends)
     assert out.loss.isfinite()
     out.loss.backward()
-    for name in ("qa_head.start.weight", "qa_head.answerable.weight", "littlebird.encoder.layer.0.bialibi.beta",
-                 "littlebird.encoder.layer.1.bialibi.alpha", "littlebird.encoder.pack_embeddings"):
+    for name in (
+        "qa_head.start.weight",
+        "qa_head.answerable.weight",
+        "littlebird.encoder.layer.0.bialibi.beta",
+        "littlebird.encoder.layer.1.bialibi.alpha",
+        "littlebird.encoder.pack_embeddings",
+    ):
         grad = model.get_parameter(name).grad
         assert grad is not None and grad.isfinite().all() and grad.abs().sum() > 0, name

@@ -55,13 +55,29 @@ def run_clean(code: str, cwd: Path) -> list[str]:
     """The lines ``code`` prints in ``python -I`` (no PYTHONPATH, no script folder on sys.path) with the
     repository hidden and stdin closed. It must succeed and print nothing else: no prompt, no warning, on
     stdout or stderr (progress bars aside)."""
-    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", str(cwd)), "HF_HUB_OFFLINE": "1",
-           "HF_MODULES_CACHE": str(cwd / "modules"), "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([sys.executable, "-I", "-c", HIDE % str(REPO) + code], cwd=cwd, env=env,
-                            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", str(cwd)),
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(cwd / "modules"),
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", HIDE % str(REPO) + code],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    noise = [line for line in re.split(r"[\r\n]+", result.stderr)
-             if line.strip() and not PROGRESS_BAR.fullmatch(line.strip())]
+    noise = [
+        line
+        for line in re.split(r"[\r\n]+", result.stderr)
+        if line.strip() and not PROGRESS_BAR.fullmatch(line.strip())
+    ]
     assert not noise, noise
     return result.stdout.splitlines()
 
@@ -76,8 +92,18 @@ def card_answers(folders: list[Path], cwd: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("standalone")
-    converted = convert_main(["--source", str(write_toy_encoder("xlm-roberta", root / "source")),
-                              "--output", str(root / "converted"), "--block-size", "8", "--pack-size", "4"])
+    converted = convert_main(
+        [
+            "--source",
+            str(write_toy_encoder("xlm-roberta", root / "source")),
+            "--output",
+            str(root / "converted"),
+            "--block-size",
+            "8",
+            "--pack-size",
+            "4",
+        ]
+    )
     toy = export.main(["--student-dir", str(converted), "--standalone", str(root / "toy")])  # the command line
     shipped = export.export_standalone(REPO / "assets" / "littlebird-qa", root / "shipped")  # a recipe's call
     return {"root": root, "converted": converted, "toy": toy, "shipped": shipped}
@@ -88,7 +114,9 @@ def expected_card_answer(checkpoint: Path) -> str:
     namespace = {}
     code = card_lines().replace(CARD_PATH, repr(str(checkpoint)))
     code = code.replace("AutoTokenizer.from_pretrained(path, trust_remote_code=True)", "load_tokenizer(path)")
-    code = code.replace("AutoModelForQuestionAnswering.from_pretrained(path, trust_remote_code=True)", "load_qa_model(path)")
+    code = code.replace(
+        "AutoModelForQuestionAnswering.from_pretrained(path, trust_remote_code=True)", "load_qa_model(path)"
+    )
     printed = []
     exec(code, {"load_tokenizer": load_tokenizer, "load_qa_model": load_qa_model, "print": printed.append}, namespace)
     return printed[0]
@@ -97,8 +125,15 @@ def expected_card_answer(checkpoint: Path) -> str:
 def test_the_export_holds_what_the_hub_expects(exports):
     folder = exports["shipped"]
     names = {path.name for path in folder.iterdir()}
-    assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md",
-            "modeling_littlebird.py", "configuration_littlebird.py"} <= names
+    assert {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "README.md",
+        "modeling_littlebird.py",
+        "configuration_littlebird.py",
+    } <= names
     config = (folder / "config.json").read_text()
     assert '"word_embeddings_source": null' in config and '"AutoModelForQuestionAnswering"' in config
     # every tensor, the word embeddings included; the repository's copy stays compact
@@ -120,8 +155,10 @@ def test_the_tokenizer_is_one_of_transformers_own_and_loads_without_remote_code(
     for name in ("shipped", "toy"):
         config = json.loads((exports[name] / "tokenizer_config.json").read_text())
         assert "auto_map" not in config and config["tokenizer_class"] in {"TokenizersBackend", "XLMRobertaTokenizer"}
-        code += (f"print(getattr(transformers, {config['tokenizer_class']!r}).from_pretrained({str(exports[name])!r})"
-                 f"({TOKENIZED!r})['input_ids'])\n")
+        code += (
+            f"print(getattr(transformers, {config['tokenizer_class']!r}).from_pretrained({str(exports[name])!r})"
+            f"({TOKENIZED!r})['input_ids'])\n"
+        )
     shipped, toy = run_clean(code, exports["root"])
     assert shipped == str(load_tokenizer(REPO / "assets" / "littlebird-qa")(TOKENIZED)["input_ids"])
     assert toy == str(load_tokenizer(exports["converted"])(TOKENIZED)["input_ids"])
@@ -142,8 +179,12 @@ def test_the_compact_export_is_a_plain_call_too(exports, tmp_path):
     assert directory == tmp_path / "compact"
     ids = torch.randint(5, 60, (1, 20))
     with torch.no_grad():
-        torch.testing.assert_close(load_qa_model(directory)(ids).start_logits,
-                                   load_qa_model(exports["converted"])(ids).start_logits, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            load_qa_model(directory)(ids).start_logits,
+            load_qa_model(exports["converted"])(ids).start_logits,
+            atol=1e-5,
+            rtol=1e-5,
+        )
     with pytest.raises(ValueError, match="dtype must be one of"):
         export.export_compact(exports["converted"], tmp_path / "bf16", dtype="bfloat16")
     assert not (tmp_path / "bf16").exists()

@@ -46,9 +46,7 @@ ZEN4 = "fpu sse2 avx avx2 fma avx512f avx512dq avx512bw avx512vl avx512_bf16"
 ZEN2 = "fpu sse2 avx avx2 fma sha_ni"
 
 
-@pytest.mark.parametrize(
-    "flags, native", [(CASCADE_LAKE, False), (SAPPHIRE_RAPIDS, True), (ZEN4, True), (ZEN2, False)]
-)
+@pytest.mark.parametrize("flags, native", [(CASCADE_LAKE, False), (SAPPHIRE_RAPIDS, True), (ZEN4, True), (ZEN2, False)])
 def test_bf16_units_are_read_from_the_cpu_flags_not_from_avx512(monkeypatch, tmp_path, flags, native):
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True)  # as on any AVX-512 CPU
     cpuinfo = tmp_path / "cpuinfo"

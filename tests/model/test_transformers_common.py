@@ -55,9 +55,24 @@ def common_tests_package() -> Path:
         return root
     with tempfile.TemporaryDirectory() as download:
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"transformers=={version}", "--no-binary", ":all:",
-             "--no-deps", "--no-build-isolation", "-d", download, "-q"],
-            capture_output=True, text=True, timeout=300)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"transformers=={version}",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                "--no-build-isolation",
+                "-d",
+                download,
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         sdists = list(Path(download).glob("transformers-*.tar.gz"))
         if result.returncode or not sdists:
             pytest.skip(f"transformers {version} sdist not available: {result.stderr.strip()[-300:]}")
@@ -94,8 +109,20 @@ ConfigTester = _configuration_common.ConfigTester
 class LittleBirdModelTester:
     """Tiny configs and inputs, in the shape of transformers' ``BertModelTester``."""
 
-    def __init__(self, parent, batch_size=13, seq_length=11, vocab_size=99, hidden_size=32, num_hidden_layers=2,
-                 num_attention_heads=4, intermediate_size=37, block_size=4, pack_size=3, type_vocab_size=2):
+    def __init__(
+        self,
+        parent,
+        batch_size=13,
+        seq_length=11,
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        block_size=4,
+        pack_size=3,
+        type_vocab_size=2,
+    ):
         self.parent = parent
         self.batch_size = batch_size
         self.seq_length = seq_length  # not a block multiple: padding happens inside
@@ -111,10 +138,18 @@ class LittleBirdModelTester:
 
     def get_config(self) -> LittleBirdConfig:
         return LittleBirdConfig(
-            vocab_size=self.vocab_size, hidden_size=self.hidden_size, num_hidden_layers=self.num_hidden_layers,
-            num_attention_heads=self.num_attention_heads, intermediate_size=self.intermediate_size,
-            block_size=self.block_size, pack_size=self.pack_size, type_vocab_size=self.type_vocab_size,
-            hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, max_answer_length=5, top_k_starts=3,
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            block_size=self.block_size,
+            pack_size=self.pack_size,
+            type_vocab_size=self.type_vocab_size,
+            hidden_dropout_prob=0.1,
+            attention_probs_dropout_prob=0.1,
+            max_answer_length=5,
+            top_k_starts=3,
         )
 
     def prepare_config_and_inputs(self):
@@ -129,8 +164,10 @@ class LittleBirdModelTester:
 
 
 # Where a model inside the library is listed by name; the common tests pick labels and skip loss checks by them.
-_NAME_TABLES = {"MODEL_MAPPING_NAMES": "LittleBirdModel",
-                "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES": "LittleBirdForQuestionAnswering"}
+_NAME_TABLES = {
+    "MODEL_MAPPING_NAMES": "LittleBirdModel",
+    "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES": "LittleBirdForQuestionAnswering",
+}
 
 
 class LittleBirdModelTest(ModelTesterMixin, unittest.TestCase):
@@ -183,8 +220,15 @@ def test_trainer_reports_eval_loss_from_start_and_end_positions(tmp_path):
     ids = torch.randint(5, 99, (6, 12), generator=generator)
     starts = torch.randint(0, 8, (6,), generator=generator)
     ends = starts + torch.randint(0, 4, (6,), generator=generator)
-    dataset = [{"input_ids": ids[i], "attention_mask": torch.ones(12, dtype=torch.long),
-                "start_positions": starts[i], "end_positions": ends[i]} for i in range(6)]
+    dataset = [
+        {
+            "input_ids": ids[i],
+            "attention_mask": torch.ones(12, dtype=torch.long),
+            "start_positions": starts[i],
+            "end_positions": ends[i],
+        }
+        for i in range(6)
+    ]
     args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=6, report_to=[], use_cpu=True)
     try:
         metrics = Trainer(model=model, args=args, eval_dataset=dataset).evaluate()
@@ -194,19 +238,24 @@ def test_trainer_reports_eval_loss_from_start_and_end_positions(tmp_path):
         AcceleratorState._reset_state(reset_partial_state=True)
     assert "eval_loss" in metrics
     with torch.no_grad():
-        expected = model(input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts,
-                         end_positions=ends).loss
+        expected = model(
+            input_ids=ids, attention_mask=torch.ones_like(ids), start_positions=starts, end_positions=ends
+        ).loss
     assert abs(metrics["eval_loss"] - expected.item()) < 1e-4
 
 
 def test_attn_implementation_picks_the_backend_and_falls_back(tmp_path, caplog):
     _tiny_qa_model().save_pretrained(tmp_path)
-    load = lambda implementation: LittleBirdForQuestionAnswering.from_pretrained(  # noqa: E731
-        tmp_path, attn_implementation=implementation).config
+
+    def load(implementation):
+        return LittleBirdForQuestionAnswering.from_pretrained(tmp_path, attn_implementation=implementation).config
+
     assert (load("sdpa")._attn_implementation, load("sdpa").attention_backend) == ("sdpa", "blocked")
     assert load("eager").attention_backend == "blocked"
     assert (load("flex_attention")._attn_implementation, load("flex_attention").attention_backend) == (
-        "flex_attention", "flex")
+        "flex_attention",
+        "flex",
+    )
     with caplog.at_level("WARNING"):
         fallback = load("flash_attention_2")
     assert (fallback._attn_implementation, fallback.attention_backend) == ("sdpa", "blocked")

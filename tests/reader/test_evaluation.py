@@ -6,9 +6,20 @@ from dataclasses import asdict
 
 import pytest
 
-from littlebird.evaluation import (best_scores, korquad_scores, metric_language, length_bucket, normalize_korquad,
-                                   normalize_squad, squad_scores, summarize, Prediction, format_summary, markdown_report,
-                                   threshold_report)
+from littlebird.evaluation import (
+    Prediction,
+    best_scores,
+    format_summary,
+    korquad_scores,
+    length_bucket,
+    markdown_report,
+    metric_language,
+    normalize_korquad,
+    normalize_squad,
+    squad_scores,
+    summarize,
+    threshold_report,
+)
 
 
 def test_squad_normalisation_follows_the_official_script():
@@ -37,15 +48,19 @@ def test_best_scores_take_the_best_gold_answer_and_the_question_language():
     assert metric_language("세종 Sejong: who was he?") == "ko"  # any Hangul: KorQuAD's normalisation
 
 
-@pytest.mark.parametrize("n, bucket", [(1, "<=512"), (512, "<=512"), (513, "512-2K"), (2048, "512-2K"),
-                                       (4000, "2K-4K"), (8192, "4K-8K"), (9000, ">8K")])
+@pytest.mark.parametrize(
+    "n, bucket",
+    [(1, "<=512"), (512, "<=512"), (513, "512-2K"), (2048, "512-2K"), (4000, "2K-4K"), (8192, "4K-8K"), (9000, ">8K")],
+)
 def test_length_buckets(n, bucket):
     assert length_bucket(n) == bucket
 
 
 def test_summary_splits_by_language_and_length():
-    rows = [Prediction("a", "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0),
-            Prediction("b", "q", "y", ["z"], "ko", 3000, 1, 0.3, 0.0, 0.0)]
+    rows = [
+        Prediction("a", "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0),
+        Prediction("b", "q", "y", ["z"], "ko", 3000, 1, 0.3, 0.0, 0.0),
+    ]
     summary = summarize(rows)
     assert summary["overall"] == {"n": 2, "em": 50.0, "f1": 50.0}
     assert summary["by_language"]["ko"]["f1"] == 0.0 and summary["by_length"]["<=512"]["em"] == 100.0
@@ -66,8 +81,10 @@ def test_report_table_has_the_no_answer_column_and_reads_older_files(tmp_path):
 
 
 def test_summary_counts_the_no_answer_decisions_the_app_would_show():
-    rows = [Prediction(str(i), "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0, answerable, answerable < 0.5)
-            for i, answerable in enumerate([0.9, 0.2, 0.7, 0.4])]
+    rows = [
+        Prediction(str(i), "q", "x", ["x"], "en", 100, 1, 0.1, 1.0, 1.0, answerable, answerable < 0.5)
+        for i, answerable in enumerate([0.9, 0.2, 0.7, 0.4])
+    ]
     summary = summarize(rows)
     assert summary["no_answer_rate"] == 0.5
     assert "'no answer' decisions (answerable below the app's threshold): 50.0%" in format_summary(summary, "t")
@@ -75,8 +92,23 @@ def test_summary_counts_the_no_answer_decisions_the_app_would_show():
 
 def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
     def write(name, answers, probabilities):
-        rows = [Prediction(str(i), "q", "x" if a is not None else "", answers, "en", 100, 1, 0.1, 0.0, 0.0, a or 0.0,
-                           a is None or a < 0.5) for i, a in enumerate(probabilities)]
+        rows = [
+            Prediction(
+                str(i),
+                "q",
+                "x" if a is not None else "",
+                answers,
+                "en",
+                100,
+                1,
+                0.1,
+                0.0,
+                0.0,
+                a or 0.0,
+                a is None or a < 0.5,
+            )
+            for i, a in enumerate(probabilities)
+        ]
         path = tmp_path / f"{name}.json"
         summary = {**summarize(rows), "model": "m", "data": f"{name}.json"}
         path.write_text(json.dumps({"summary": summary, "predictions": [asdict(r) for r in rows]}))
@@ -91,8 +123,10 @@ def test_threshold_table_counts_no_answer_decisions_at_each_threshold(tmp_path):
     # the rate at the app's threshold is the one the evaluation recorded
     assert json.loads(answered.read_text())["summary"]["no_answer_rate"] == 0.75
     older = tmp_path / "older.json"
-    older.write_text(json.dumps({"summary": {"model": "m", "data": "d.json"},
-                                 "predictions": [{"prediction": "x", "answers": ["x"]}]}))
+    older.write_text(
+        json.dumps(
+            {"summary": {"model": "m", "data": "d.json"}, "predictions": [{"prediction": "x", "answers": ["x"]}]}
+        )
+    )
     with pytest.raises(ValueError, match="evaluate it again"):
         threshold_report([older], [0.5])
-

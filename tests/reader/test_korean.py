@@ -56,7 +56,7 @@ def test_tidy_answer(answer, expected):
 def test_span_stays_aligned_inside_a_longer_text():
     text = "그는 1418년에 왕위에 올랐다. 그 왕은 세종대왕이다."
     start = text.index("세종대왕이다")
-    new_start, new_end = tidy_answer_span(text, start - 1, start + len("세종대왕이다.") )
+    new_start, new_end = tidy_answer_span(text, start - 1, start + len("세종대왕이다."))
     assert text[new_start:new_end] == "세종대왕" and new_start == start
 
 

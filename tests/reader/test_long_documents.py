@@ -6,18 +6,20 @@ import numpy as np
 import pytest
 import torch
 
+from littlebird import reader
 from littlebird.app import asking
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, Limits
-from littlebird import reader
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, ReadingOptions, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
 from littlebird.window_ranking import chunk_scores, glimpse_choice, reading_order, term_table
 from tests.qa_factories import qa_tokenizer
 from tests.ui_support import TEST_MODEL, tiny_answering_model, tiny_loaded_model
 
-FILLER = ("The river valley was settled by farmers who grew wheat and barley on the terraces above the water. "
-          "Markets were held every week in the square beside the old stone bridge. ")
+FILLER = (
+    "The river valley was settled by farmers who grew wheat and barley on the terraces above the water. "
+    "Markets were held every week in the square beside the old stone bridge. "
+)
 NEEDLE = "The lighthouse keeper Henrietta Quorvash lit the lamp at Saint Ovidio in 1874."
 KOREAN_NEEDLE = "측우기는 1441년 세종 때 장영실이 만들었다."
 
@@ -74,10 +76,21 @@ def test_the_reader_reads_at_most_max_windows_the_best_first_and_says_how_much()
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     progress = []
-    reading = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer, on_window=lambda done, total: progress.append((done, total)),
-                   options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None))
-    every = read("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer,
-                 options=ReadingOptions(max_length=128, max_windows=None))
+    reading = read(
+        "Who lit the lamp at Saint Ovidio?",
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        on_window=lambda done, total: progress.append((done, total)),
+        options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None),
+    )
+    every = read(
+        "Who lit the lamp at Saint Ovidio?",
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=128, max_windows=None),
+    )
     assert reading.n_windows == 3 and reading.windows_planned == every.n_windows == every.windows_planned > 20
     assert progress == [(1, 3), (2, 3), (3, 3)]  # the progress bar counts the windows that will be read
     needle = text.index(NEEDLE)
@@ -95,8 +108,13 @@ def test_the_reading_keeps_every_windows_rank_and_what_the_model_said_of_those_r
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(80, needle_at=60)
     question = "Who lit the lamp at Saint Ovidio?"
-    reading = read(question, text, model=model, tokenizer=tokenizer,
-                   options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None))
+    reading = read(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=128, max_windows=3, stop_confidence=None, give_up_below=None),
+    )
     windows = reading.windows
     assert len(windows) == reading.windows_planned > 20
     assert [w.start for w in windows] == sorted(w.start for w in windows)  # document order
@@ -156,8 +174,9 @@ def test_a_document_over_32k_tokens_is_answered_through_the_api_with_a_note(monk
 
 def test_the_size_limit_is_in_characters_and_a_host_may_still_set_a_token_wall(monkeypatch):
     assert Limits.from_environment({}) == Limits(max_characters=DEFAULT_MAX_CHARACTERS, max_tokens=None)
-    assert Limits.from_environment({"LITTLEBIRD_MAX_TOKENS": "500", "LITTLEBIRD_MAX_CHARACTERS": "90000"}) == \
-        Limits(max_characters=90_000, max_tokens=500)
+    assert Limits.from_environment({"LITTLEBIRD_MAX_TOKENS": "500", "LITTLEBIRD_MAX_CHARACTERS": "90000"}) == Limits(
+        max_characters=90_000, max_tokens=500
+    )
     tiny_loaded_model()
     monkeypatch.setenv("LITTLEBIRD_MAX_CHARACTERS", "2000")
     with pytest.raises(DocumentError, match="at most 2,000 characters of plain text"):
@@ -184,8 +203,14 @@ def test_asking_computes_no_attention_and_explain_draws_the_answers_window():
     assert target.document_start == view.reading.window_token_spans[best.window][0]
     assert target.answer_span == (best.start, best.end)
     summary, plots, seconds = explain(target, layer=1, head=0)
-    assert summary is not None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"} and seconds > 0
-    assert summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1  # the answer's tokens were found in the window
+    assert (
+        summary is not None
+        and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
+        and seconds > 0
+    )
+    assert (
+        summary.n_tokens > 400 and summary.answer_blocks.shape[2] >= 1
+    )  # the answer's tokens were found in the window
     empty, plots, _ = explain(None)
     assert empty is None and set(plots) == {"block_map", "answer", "pack", "curves", "atlas", "rollout"}
 
@@ -200,8 +225,17 @@ def test_long_dev_documents_hold_their_question_among_whole_other_articles():
         paragraphs = []
         for i in range(n):
             context = f"{title} paragraph {i}. " + FILLER * 4
-            qas = [{"id": f"{title}-{i}", "question": f"What about {title} {i}?",
-                    "answers": [{"text": f"{title} paragraph {i}", "answer_start": 0}]}] if with_question else []
+            qas = (
+                [
+                    {
+                        "id": f"{title}-{i}",
+                        "question": f"What about {title} {i}?",
+                        "answers": [{"text": f"{title} paragraph {i}", "answer_start": 0}],
+                    }
+                ]
+                if with_question
+                else []
+            )
             paragraphs.append({"context": context, "qas": qas})
         return {"title": title, "paragraphs": paragraphs}
 
@@ -232,14 +266,30 @@ def test_a_question_read_by_another_thread_during_an_explorer_pass_is_left_alone
 
     def reduce_layer(window, weights):
         if not other:  # meanwhile another thread reads a question on the same model
-            thread = threading.Thread(target=lambda: other.append(read("Who lit the lamp?", text, model=model, tokenizer=tokenizer,
-                                      options=ReadingOptions(max_length=128))))
+            thread = threading.Thread(
+                target=lambda: other.append(
+                    read(
+                        "Who lit the lamp?",
+                        text,
+                        model=model,
+                        tokenizer=tokenizer,
+                        options=ReadingOptions(max_length=128),
+                    )
+                )
+            )
             thread.start()
             thread.join()
         return float(weights.local.sum())
 
-    explained = window_attention("Who lit the lamp at Saint Ovidio?", text, model=model, tokenizer=tokenizer,
-                                 document_start=0, max_length=128, reduce_layer=reduce_layer)
+    explained = window_attention(
+        "Who lit the lamp at Saint Ovidio?",
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        document_start=0,
+        max_length=128,
+        reduce_layer=reduce_layer,
+    )
     assert len(explained.attentions) == len(model.littlebird.encoder.layer)
     assert other and other[0].answers
 
@@ -252,8 +302,14 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     text = haystack(80, needle_at=60)
     question = "Who lit the lamp at Saint Ovidio?"
     passes = []  # the reader says which of the model's passes are glimpses, and which windows read in full
-    reading = read(question, text, model=model, tokenizer=tokenizer, on_pass=passes.append,
-                   options=ReadingOptions(max_length=128, max_windows=8, glimpse_tokens=48, glimpse_keep=2))
+    reading = read(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        on_pass=passes.append,
+        options=ReadingOptions(max_length=128, max_windows=8, glimpse_tokens=48, glimpse_keep=2),
+    )
     assert passes == ["glimpse", "read"]
     glimpsed = [w for w in reading.windows if w.glimpse_logit is not None]
     assert sorted(w.rank for w in glimpsed) == list(range(8))  # the eight best-ranked windows, each glimpsed once
@@ -263,8 +319,10 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     # the two read are the two the choice scores highest, from each window's glimpse logit and BM25 score and rank,
     # the higher first
     by_rank = sorted(glimpsed, key=lambda w: w.rank)
-    choice = glimpse_choice(np.array([w.glimpse_logit for w in by_rank]),
-                            np.array([w.lexical_score for w in by_rank]) / max(w.lexical_score for w in by_rank))
+    choice = glimpse_choice(
+        np.array([w.glimpse_logit for w in by_rank]),
+        np.array([w.lexical_score for w in by_rank]) / max(w.lexical_score for w in by_rank),
+    )
     by_choice = [by_rank[i] for i in np.argsort(-choice, kind="stable")]
     assert [(w.start, w.end) for w in read_ones] == [(w.start, w.end) for w in by_choice[:2]]
     assert reading.note.startswith("Read 2 of ") and "glimpsed each" in reading.note
@@ -278,11 +336,16 @@ def test_glimpses_read_in_full_only_the_windows_whose_glimpses_look_likeliest():
     needle = int(np.flatnonzero(encoded.spans[:, 0] >= text.index(NEEDLE))[0])
     assert first.start <= needle < first.end
     capacity = 48 - len(prefix)
-    starts = [s for s in range(first.start, first.end - capacity + 1)
-              if s <= needle < s + capacity]  # the glimpse holds the needle's first token
+    starts = [
+        s for s in range(first.start, first.end - capacity + 1) if s <= needle < s + capacity
+    ]  # the glimpse holds the needle's first token
     with torch.inference_mode():
-        logits = {s: float(model(input_ids=torch.tensor([[*prefix, *encoded.input_ids[s:s + capacity]]])).answerable_logits[0])
-                  for s in starts}
+        logits = {
+            s: float(
+                model(input_ids=torch.tensor([[*prefix, *encoded.input_ids[s : s + capacity]]])).answerable_logits[0]
+            )
+            for s in starts
+        }
     assert any(abs(logit - first.glimpse_logit) < 1e-4 for logit in logits.values())
 
 
@@ -294,13 +357,16 @@ def test_the_choice_among_glimpsed_windows_follows_the_glimpses_and_the_words_th
     # equal glimpses: BM25's order decides
     assert order(flat, lexical) == list(range(10))
     # a glimpse far likelier than the others' wins over a better BM25 rank
-    sure = flat.copy(); sure[6] = 6.0
+    sure = flat.copy()
+    sure[6] = 6.0
     assert order(sure, lexical)[0] == 6
     # a likelier glimpse lifts a window above an otherwise equal one
-    lifted = flat.copy(); lifted[4] = 3.0
+    lifted = flat.copy()
+    lifted[4] = 3.0
     assert order(lifted, lexical).index(4) < order(flat, lexical).index(4)
     # a higher BM25 score lifts a window above an otherwise equal one
-    higher = lexical.copy(); higher[5] = 0.95
+    higher = lexical.copy()
+    higher[5] = 0.95
     assert order(flat, higher).index(5) < order(flat, lexical).index(5)
 
 
@@ -308,10 +374,28 @@ def test_a_document_of_few_windows_is_read_without_glimpses():
     tokenizer, model = qa_tokenizer(), tiny_answering_model()
     text = haystack(12, needle_at=8)
     question = "Who lit the lamp at Saint Ovidio?"
-    plain = read(question, text, model=model, tokenizer=tokenizer,
-                 options=ReadingOptions(max_length=128, max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None))
-    glimpsing = read(question, text, model=model, tokenizer=tokenizer,
-                     options=ReadingOptions(max_length=128, max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None, glimpse_tokens=48))
+    plain = read(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(
+            max_length=128, max_windows=reader.GLIMPSE_ABOVE, stop_confidence=None, give_up_below=None
+        ),
+    )
+    glimpsing = read(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(
+            max_length=128,
+            max_windows=reader.GLIMPSE_ABOVE,
+            stop_confidence=None,
+            give_up_below=None,
+            glimpse_tokens=48,
+        ),
+    )
     assert plain.windows_planned > reader.GLIMPSE_ABOVE == plain.n_windows == glimpsing.n_windows
     assert [(a.start, a.end, a.score) for a in glimpsing.answers] == [(a.start, a.end, a.score) for a in plain.answers]
     assert all(w.glimpse_logit is None for w in glimpsing.windows) and glimpsing.stopped is None

@@ -14,15 +14,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from littlebird import evaluation
 from littlebird.app.asking import answer_document
-from littlebird.documents.clean import clean_document
 from littlebird.app.examples import find_example
 from littlebird.app.qa import answer_question
-from littlebird.documents.upload import read_pasted_text
-from littlebird import evaluation
 from littlebird.checkpoint import load_qa_model
-from littlebird.reader import (DEFAULT_MAX_WINDOWS, DEFAULT_READING, GLIMPSE_KEEP, GLIMPSE_TOKENS,
-                               MIN_WINDOWS_BEFORE_GIVING_UP, MIN_WINDOWS_BEFORE_STOP, ReadingOptions)
+from littlebird.documents.clean import clean_document
+from littlebird.documents.upload import read_pasted_text
+from littlebird.reader import (
+    DEFAULT_MAX_WINDOWS,
+    DEFAULT_READING,
+    GLIMPSE_KEEP,
+    GLIMPSE_TOKENS,
+    MIN_WINDOWS_BEFORE_GIVING_UP,
+    MIN_WINDOWS_BEFORE_STOP,
+    ReadingOptions,
+)
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
@@ -36,7 +43,9 @@ def example_document():
 
 
 def squad_file(path: Path, context: str, *questions: str) -> Path:
-    qas = [{"id": f"q{i}", "question": q, "answers": [{"text": "x", "answer_start": 0}]} for i, q in enumerate(questions)]
+    qas = [
+        {"id": f"q{i}", "question": q, "answers": [{"text": "x", "answer_start": 0}]} for i, q in enumerate(questions)
+    ]
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
     return path
 
@@ -58,8 +67,9 @@ def assert_same_span(document, question, model, tmp_path, **windows):
     assert (int(mapping[scored.start]), int(mapping[scored.end - 1]) + 1) == (app.start, app.end)
     assert scored.score == pytest.approx(app.score, abs=1e-4) and scored.window == app.window
     # the CLI's loop (evaluate_file) predicts exactly this span's text
-    [row] = evaluation.evaluate_file(model, tokenizer, squad_file(tmp_path / "one.json", document.model_text, question),
-                                     options)
+    [row] = evaluation.evaluate_file(
+        model, tokenizer, squad_file(tmp_path / "one.json", document.model_text, question), options
+    )
     assert row.prediction == document.model_text[scored.start : scored.end] and row.n_windows == reading.n_windows
     # and records the decision the app shows ("No answer found" below the threshold) with its probability
     assert row.answerable == pytest.approx(result.answerable_probability, abs=1e-6)
@@ -133,16 +143,38 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     windows_read = {}
     for stop, glimpse in (("0.9", "none"), ("none", "none"), ("none", str(GLIMPSE_TOKENS))):
         output = tmp_path / f"stop-{stop}-{glimpse}.json"
-        summary = evaluation.main(["--model", str(checkpoint), "--data", str(data), "--max-length", "128",
-                                   "--stop-confidence", stop, "--glimpse", glimpse, "--output", str(output)])
+        summary = evaluation.main(
+            [
+                "--model",
+                str(checkpoint),
+                "--data",
+                str(data),
+                "--max-length",
+                "128",
+                "--stop-confidence",
+                stop,
+                "--glimpse",
+                glimpse,
+                "--output",
+                str(output),
+            ]
+        )
         [row] = json.loads(output.read_text())["predictions"]
         windows_read[stop, glimpse] = row["n_windows"]
         assert summary["stop_confidence"] == (None if stop == "none" else 0.9)
     # read in turn, the rule stops at two; without it, the ten best are read; with glimpses, the likeliest few
-    assert windows_read == {("0.9", "none"): MIN_WINDOWS_BEFORE_STOP, ("none", "none"): DEFAULT_MAX_WINDOWS,
-                            ("none", str(GLIMPSE_TOKENS)): GLIMPSE_KEEP}
-    result = answer_question(document, question, model=model_answerable_at(0.95), tokenizer=qa_tokenizer(),
-                             options=ReadingOptions(max_length=128))
+    assert windows_read == {
+        ("0.9", "none"): MIN_WINDOWS_BEFORE_STOP,
+        ("none", "none"): DEFAULT_MAX_WINDOWS,
+        ("none", str(GLIMPSE_TOKENS)): GLIMPSE_KEEP,
+    }
+    result = answer_question(
+        document,
+        question,
+        model=model_answerable_at(0.95),
+        tokenizer=qa_tokenizer(),
+        options=ReadingOptions(max_length=128),
+    )
     assert result.n_windows == MIN_WINDOWS_BEFORE_STOP < result.windows_planned  # the app's default rule is the CLI's
 
     doubtful = tmp_path / "doubtful"
@@ -150,9 +182,28 @@ def test_the_evaluation_cli_stops_at_a_confident_window_as_the_app_does_unless_t
     qa_tokenizer().save_pretrained(doubtful)
     for low, expected in (("0.05", MIN_WINDOWS_BEFORE_GIVING_UP), ("none", DEFAULT_MAX_WINDOWS)):
         output = tmp_path / f"low-{low}.json"
-        evaluation.main(["--model", str(doubtful), "--data", str(data), "--max-length", "128", "--give-up-below", low,
-                         "--glimpse", "none", "--output", str(output)])  # the windows read in turn
+        evaluation.main(
+            [
+                "--model",
+                str(doubtful),
+                "--data",
+                str(data),
+                "--max-length",
+                "128",
+                "--give-up-below",
+                low,
+                "--glimpse",
+                "none",
+                "--output",
+                str(output),
+            ]
+        )  # the windows read in turn
         assert json.loads(output.read_text())["predictions"][0]["n_windows"] == expected
-    result = answer_question(document, question, model=model_answerable_at(0.02), tokenizer=qa_tokenizer(),
-                             options=ReadingOptions(max_length=128))
+    result = answer_question(
+        document,
+        question,
+        model=model_answerable_at(0.02),
+        tokenizer=qa_tokenizer(),
+        options=ReadingOptions(max_length=128),
+    )
     assert result.n_windows == MIN_WINDOWS_BEFORE_GIVING_UP and "none of them seemed to hold the answer" in result.note

@@ -10,20 +10,69 @@ Each property runs 40 examples in the suite; ``LITTLEBIRD_FUZZ_EXAMPLES=5000`` r
 
 import os
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from littlebird.answer_text import tidy_answer_span
+from littlebird.app.qa import answer_question
 from littlebird.documents.clean import clean_document
 from littlebird.documents.errors import DocumentError
-from littlebird.app.qa import answer_question
 from littlebird.documents.upload import read_pasted_text, read_upload
-from littlebird.answer_text import tidy_answer_span
 from littlebird.reader import ReadingOptions
 from tests.qa_factories import assert_linked, qa_tokenizer, tiny_model_for_tokenizer
 
-WORDS = ["세종", "대왕이", "서울이다", "훈민정음을", "1443년에", "Lake", "Baikal", "is", "deep.", "(1,642 m)", "《책》",
-         "<p>", "[QUESTION]", "</s>", "&amp;", "&lt;td&gt;", "|", "-", "#", "\u00a0", "\t", "\n", "  ", "é", "🙂", "Байкал"]
-TAGS = ["p", "div", "table", "tr", "td", "th", "ul", "ol", "li", "h1", "h2", "h3", "b", "a", "span", "br", "script",
-        "style", "nav", "footer", "pre", "caption"]
+WORDS = [
+    "세종",
+    "대왕이",
+    "서울이다",
+    "훈민정음을",
+    "1443년에",
+    "Lake",
+    "Baikal",
+    "is",
+    "deep.",
+    "(1,642 m)",
+    "《책》",
+    "<p>",
+    "[QUESTION]",
+    "</s>",
+    "&amp;",
+    "&lt;td&gt;",
+    "|",
+    "-",
+    "#",
+    "\u00a0",
+    "\t",
+    "\n",
+    "  ",
+    "é",
+    "🙂",
+    "Байкал",
+]
+TAGS = [
+    "p",
+    "div",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "b",
+    "a",
+    "span",
+    "br",
+    "script",
+    "style",
+    "nav",
+    "footer",
+    "pre",
+    "caption",
+]
 
 words = st.lists(st.sampled_from(WORDS) | st.text(max_size=8), max_size=30).map(" ".join)
 
@@ -43,14 +92,22 @@ def html_fragments(draw, depth=0):
     return "".join(parts)
 
 
-pages = st.one_of(html_fragments(), html_fragments().map(lambda body: f"<!DOCTYPE html><html><head><title>T</title></head><body>{body}</body></html>"))
+pages = st.one_of(
+    html_fragments(),
+    html_fragments().map(lambda body: f"<!DOCTYPE html><html><head><title>T</title></head><body>{body}</body></html>"),
+)
 EXAMPLES = int(os.environ.get("LITTLEBIRD_FUZZ_EXAMPLES", "40"))
 PROPERTY_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def check_answers(document, question):
-    result = answer_question(document, question, model=tiny_model_for_tokenizer(), tokenizer=qa_tokenizer(),
-                             options=ReadingOptions(max_length=96, stride=48, n_best=3, max_answer_length=8))
+    result = answer_question(
+        document,
+        question,
+        model=tiny_model_for_tokenizer(),
+        tokenizer=qa_tokenizer(),
+        options=ReadingOptions(max_length=96, stride=48, n_best=3, max_answer_length=8),
+    )
     for answer in result.answers:
         assert answer.text == document.text[answer.start : answer.end] and answer.end > answer.start
     if result.answers:
@@ -84,8 +141,10 @@ def test_plain_text_never_crashes(text, question):
 
 
 @PROPERTY_SETTINGS
-@given(data=st.binary(max_size=400) | words.map(lambda s: s.encode("cp949", "ignore")),
-       filename=st.sampled_from(["a.txt", "a.html", "a.md", None, "a.pdf"]))
+@given(
+    data=st.binary(max_size=400) | words.map(lambda s: s.encode("cp949", "ignore")),
+    filename=st.sampled_from(["a.txt", "a.html", "a.md", None, "a.pdf"]),
+)
 def test_bytes_never_crash(data, filename):
     try:
         document = clean_document(read_upload(data, filename=filename))

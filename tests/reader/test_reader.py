@@ -15,27 +15,27 @@ from transformers import BertConfig, BertModel
 from littlebird.answer_text import tidy_answer_span
 from littlebird.conversion import littlebird_config_from_bert
 from littlebird.reader import (
-    Bm25Ranking,
-    ReadingContext,
-    ReadingOptions,
-    decode,
-    plan_windows,
     MAX_QUESTION_TOKENS,
-    Candidate,
     MIN_WINDOWS_BEFORE_GIVING_UP,
     MIN_WINDOWS_BEFORE_STOP,
+    Bm25Ranking,
+    Candidate,
+    ReadingContext,
+    ReadingOptions,
     ReadingStopped,
     WindowLogits,
-    confident_enough,
-    nothing_found,
     build_windows,
+    confident_enough,
+    decode,
     end_log_probabilities,
     merge_candidates,
+    nothing_found,
+    plan_windows,
     question_prefix,
     read,
+    run_windows,
     span_candidates,
     special_ids,
-    run_windows,
     tokenize_questions,
     window_capacity,
     window_length,
@@ -45,8 +45,10 @@ from littlebird.reader import (
 from littlebird.training.teacher_model import TeacherForQuestionAnswering
 from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
-TEXT = ("Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
-        "세종대왕이 훈민정음을 1443년에 만들었다. ") * 12
+TEXT = (
+    "Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
+    "세종대왕이 훈민정음을 1443년에 만들었다. "
+) * 12
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +129,13 @@ def test_windows_are_ranked_by_normalised_starts_plus_their_answerable_logit():
     text = "one two three four"
     spans = np.array([[0, 3], [4, 7], [8, 13], [14, 18]])
     end_logits = np.array([[[0.0]], [[0.0]]])  # one end per start: the start token itself
-    logits = WindowLogits(np.array([[0], [0]]), np.array([[6.0], [4.0]]), end_logits, np.array([-3.0, 2.0]),
-                          np.array([6.0 + np.log(20.0), 4.0]))
+    logits = WindowLogits(
+        np.array([[0], [0]]),
+        np.array([[6.0], [4.0]]),
+        end_logits,
+        np.array([-3.0, 2.0]),
+        np.array([6.0 + np.log(20.0), 4.0]),
+    )
     raw = span_candidates(logits, spans, 0, [0, 2], limit=2)
     assert [text[c.start : c.end] for c in raw] == ["one", "three"]
     ranked = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True)
@@ -138,19 +145,22 @@ def test_windows_are_ranked_by_normalised_starts_plus_their_answerable_logit():
     bare = WindowLogits(logits.top_start_indices, logits.top_start_logits, end_logits, logits.answerable_logits)
     assert window_offsets(bare) == pytest.approx([-3.0 - 6.0, 2.0 - 4.0])
     # One window: ranking and probabilities are those of the raw rule.
-    one = WindowLogits(np.array([[0, 1]]), np.array([[3.0, 2.0]]), np.zeros((1, 2, 1)), np.array([-1.5]), np.array([7.0]))
-    plain, shifted = (merge_candidates(span_candidates(one, spans, 0, [0], limit=4, rank_windows=r), text, 4)
-                      for r in (False, True))
+    one = WindowLogits(
+        np.array([[0, 1]]), np.array([[3.0, 2.0]]), np.zeros((1, 2, 1)), np.array([-1.5]), np.array([7.0])
+    )
+    plain, shifted = (
+        merge_candidates(span_candidates(one, spans, 0, [0], limit=4, rank_windows=r), text, 4) for r in (False, True)
+    )
     assert [a.text for a in plain] == [a.text for a in shifted] == ["one", "two"]
     assert [a.probability for a in plain] == pytest.approx([a.probability for a in shifted])
 
 
 def test_a_lexical_prior_moves_the_choice_between_windows_by_its_weight():
-    text = "one two three four"
-    spans = np.array([[0, 3], [4, 7], [8, 13], [14, 18]])
+    spans = np.array([[0, 3], [4, 7], [8, 13], [14, 18]])  # the words of "one two three four"
     end_logits = np.array([[[0.0]], [[0.0]]])
-    logits = WindowLogits(np.array([[0], [0]]), np.array([[4.0], [4.0]]), end_logits, np.array([1.0, 0.5]),
-                          np.array([4.0, 4.0]))
+    logits = WindowLogits(
+        np.array([[0], [0]]), np.array([[4.0], [4.0]]), end_logits, np.array([1.0, 0.5]), np.array([4.0, 4.0])
+    )
     plain = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True)
     assert [c.window for c in plain] == [0, 1]  # the model prefers window 0 by 0.5
     small = span_candidates(logits, spans, 0, [0, 2], limit=2, rank_windows=True, window_prior=np.array([0.0, 0.4]))
@@ -207,8 +217,14 @@ def test_one_pass_and_windows_on_a_tiny_littlebird(tokenizer):
     question = "How deep is Lake Baikal?"
     one_pass = read(question, TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(max_length=None, n_best=3))
     passes = []
-    windowed = read(question, TEXT, model=model, tokenizer=tokenizer, on_pass=passes.append,
-                    options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
+    windowed = read(
+        question,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        on_pass=passes.append,
+        options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None),
+    )
     assert passes == ["read"]  # no glimpses without max_windows: one announcement, before the windows
     n = one_pass.n_tokens
     assert n > 400 and one_pass.window_token_spans == [(0, n)] and windowed.n_tokens == n
@@ -228,15 +244,18 @@ def test_decode_gives_a_script_with_the_windows_logits_the_readers_answers(token
     reading = read(question, TEXT, model=model, tokenizer=tokenizer, options=options, tidy=tidy_answer_span)
     plan = plan_windows(question, TEXT, model=model, tokenizer=tokenizer, options=options)  # the reader's steps ...
     Bm25Ranking().run(plan, ReadingContext(model, tokenizer, options))
-    input_ids, attention_mask = build_windows(plan.prefix, plan.encoded.input_ids, plan.starts, plan.capacity,
-                                              plan.ids.pad)
-    logits = run_windows(model, input_ids, attention_mask, top_k_starts=options.top_k_starts,
-                         max_answer_length=options.max_answer_length)  # ... by hand, as a script takes them
+    input_ids, attention_mask = build_windows(
+        plan.prefix, plan.encoded.input_ids, plan.starts, plan.capacity, plan.ids.pad
+    )
+    logits = run_windows(
+        model, input_ids, attention_mask, top_k_starts=options.top_k_starts, max_answer_length=options.max_answer_length
+    )  # ... by hand, as a script takes them
     decoded = decode(logits, plan.encoded.spans, len(plan.prefix), plan.starts, TEXT, n_best=3, tidy=tidy_answer_span)
     assert reading.n_windows == len(plan.order) > 8 and decoded.answers == reading.answers
     assert decoded.answerable_probability == reading.answerable_probability
     assert [w.best_span_score for w in sorted(reading.windows, key=lambda w: w.read)] == [
-        None if not np.isfinite(score) else score for score in decoded.best_span_scores]
+        None if not np.isfinite(score) else score for score in decoded.best_span_scores
+    ]
     assert [a.text for a in decode(logits.head(2), plan.encoded.spans, len(plan.prefix), plan.starts[:2], TEXT).answers]
 
 
@@ -256,14 +275,25 @@ def test_a_spent_time_budget_stops_between_windows_and_says_so(tokenizer):
     model = CountingModel(tiny_model_for_tokenizer())
     question = "How deep is Lake Baikal?"
     progress = []
-    full = read(question, TEXT, model=model, tokenizer=tokenizer, on_window=lambda done, total: progress.append((done, total)),
-                options=ReadingOptions(max_length=128, stride=48, max_windows=None))
+    full = read(
+        question,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        on_window=lambda done, total: progress.append((done, total)),
+        options=ReadingOptions(max_length=128, stride=48, max_windows=None),
+    )
     assert full.note is None and full.n_windows == full.windows_planned == model.windows > 8
     assert progress == [(i, full.n_windows) for i in range(1, full.n_windows + 1)]
 
     model.windows = 0
-    cut = read(question, TEXT, model=model, tokenizer=tokenizer,
-               options=ReadingOptions(max_length=128, stride=48, time_budget=0.0, max_windows=None))
+    cut = read(
+        question,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=128, stride=48, time_budget=0.0, max_windows=None),
+    )
     assert model.windows == 1  # the first window; no second window
     assert cut.n_windows == 1 and cut.windows_planned == full.n_windows
     assert cut.window_token_spans == full.window_token_spans[:1]
@@ -295,8 +325,9 @@ def test_a_confident_window_leaves_the_rest_of_the_ranked_windows_unread(tokeniz
     assert sure.windows == every.n_windows == every.windows_planned > 5
 
     unsure = CountingModel(model_answerable_at(0.8))
-    below = read(question, TEXT, **{**options, "model": unsure},
-                 options=replace(turn, stop_confidence=0.9, give_up_below=0.05))
+    below = read(
+        question, TEXT, **{**options, "model": unsure}, options=replace(turn, stop_confidence=0.9, give_up_below=0.05)
+    )
     assert unsure.windows == below.n_windows == 5 and below.stopped is None
 
 
@@ -319,8 +350,12 @@ def test_best_windows_without_a_sign_of_the_answer_leave_the_rest_unread(tokeniz
 def test_the_stop_rules_need_two_or_three_windows_and_never_overflow():
     def logits(answerable):
         w = len(answerable)
-        return WindowLogits(np.zeros((w, 1), dtype=np.int64), np.zeros((w, 1)), np.zeros((w, 1, 1)),
-                            np.asarray(answerable, dtype=np.float32))
+        return WindowLogits(
+            np.zeros((w, 1), dtype=np.int64),
+            np.zeros((w, 1)),
+            np.zeros((w, 1, 1)),
+            np.asarray(answerable, dtype=np.float32),
+        )
 
     assert not confident_enough(logits([50.0]), 0.9)  # one window is never enough
     assert confident_enough(logits([-3.0, 2.2]), 0.9) and not confident_enough(logits([-3.0, 2.1]), 0.9)  # logit 2.197
@@ -345,50 +380,107 @@ def test_should_stop_ends_the_reading_between_windows(tokenizer):
         return model.windows >= 2
 
     with pytest.raises(ReadingStopped):
-        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=stop_after_two_windows,
-             options=ReadingOptions(max_length=128, stride=48, max_windows=None))
+        read(
+            question,
+            TEXT,
+            model=model,
+            tokenizer=tokenizer,
+            should_stop=stop_after_two_windows,
+            options=ReadingOptions(max_length=128, stride=48, max_windows=None),
+        )
     assert model.windows == 2 and asked == [0, 1, 2]  # asked before each window; the third never started
 
     model.windows = 0
     with pytest.raises(ReadingStopped):  # a question stopped while it waited never reaches the model
-        read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=lambda: True,
-             options=ReadingOptions(max_length=128, stride=48))
+        read(
+            question,
+            TEXT,
+            model=model,
+            tokenizer=tokenizer,
+            should_stop=lambda: True,
+            options=ReadingOptions(max_length=128, stride=48),
+        )
     assert model.windows == 0
 
-    wanted = read(question, TEXT, model=model, tokenizer=tokenizer, should_stop=lambda: False,
-                  options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
-    plain = read(question, TEXT, model=model, tokenizer=tokenizer,
-                 options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None))
+    wanted = read(
+        question,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        should_stop=lambda: False,
+        options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None),
+    )
+    plain = read(
+        question,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=128, stride=48, n_best=3, max_windows=None),
+    )
     assert wanted.n_windows == wanted.windows_planned > 8 and wanted.answers == plain.answers
 
 
 def tiny_teacher(tokenizer, max_positions: int = 64) -> TeacherForQuestionAnswering:
     torch.manual_seed(0)
-    bert_config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                             intermediate_size=64, max_position_embeddings=max_positions, pad_token_id=1,
-                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    bert_config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=max_positions,
+        pad_token_id=1,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     config = littlebird_config_from_bert(bert_config, question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
     return TeacherForQuestionAnswering(BertModel(bert_config, add_pooling_layer=False), config).eval()
 
 
 def test_the_teacher_reads_within_its_positions(tokenizer):
     teacher = tiny_teacher(tokenizer)
-    assert window_length(teacher, 8192) == 64 and window_length(teacher, None) == 64 and window_length(teacher, 32) == 32
+    assert (
+        window_length(teacher, 8192) == 64 and window_length(teacher, None) == 64 and window_length(teacher, 32) == 32
+    )
     assert window_length(tiny_model_for_tokenizer(), None) is None  # LittleBird: no position limit
-    reading = read("How deep is Lake Baikal?", TEXT, model=teacher, tokenizer=tokenizer,
-                   options=ReadingOptions(max_length=None, n_best=2, max_windows=None))
+    reading = read(
+        "How deep is Lake Baikal?",
+        TEXT,
+        model=teacher,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=None, n_best=2, max_windows=None),
+    )
     widths = [end - start for start, end in reading.window_token_spans]
     assert reading.n_windows > 10 and max(widths) + reading.question_length <= 64
     assert reading.answers and all(a.text == TEXT[a.start : a.end] for a in reading.answers)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("max_length", 4), ("stride", 0), ("max_windows", 0), ("max_windows", "all"), ("stop_confidence", 0.0),
-    ("stop_confidence", 1.5), ("give_up_below", 1.0), ("give_up_below", -0.1), ("glimpse_tokens", 7),
-    ("glimpse_keep", 0), ("time_budget", -1.0), ("lexical_prior", -0.5), ("n_best", 0), ("max_answer_length", 0),
-    ("top_k_starts", 0), ("no_answer_threshold", 1.5), ("no_answer_threshold", None), ("window_batch_size", 0),
-    ("threads", 0), ("rank_windows", "yes"), ("cpu_mode", "int8"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("max_length", 4),
+        ("stride", 0),
+        ("max_windows", 0),
+        ("max_windows", "all"),
+        ("stop_confidence", 0.0),
+        ("stop_confidence", 1.5),
+        ("give_up_below", 1.0),
+        ("give_up_below", -0.1),
+        ("glimpse_tokens", 7),
+        ("glimpse_keep", 0),
+        ("time_budget", -1.0),
+        ("lexical_prior", -0.5),
+        ("n_best", 0),
+        ("max_answer_length", 0),
+        ("top_k_starts", 0),
+        ("no_answer_threshold", 1.5),
+        ("no_answer_threshold", None),
+        ("window_batch_size", 0),
+        ("threads", 0),
+        ("rank_windows", "yes"),
+        ("cpu_mode", "int8"),
+    ],
+)
 def test_an_invalid_reading_option_is_refused_by_its_name(field, value):
     with pytest.raises(ValueError) as refused:
         ReadingOptions(**{field: value})
@@ -401,7 +493,9 @@ def test_an_invalid_reading_option_is_refused_by_its_name(field, value):
 def test_the_reading_is_set_only_through_its_options(tokenizer):
     model = tiny_model_for_tokenizer()
     with pytest.raises(TypeError):
-        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, max_length=128)  # not a keyword of read
+        read(
+            "How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, max_length=128
+        )  # not a keyword of read
     options = ReadingOptions(max_length=128, stride=48, max_windows=None, n_best=2)
     reading = read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=options)
     assert reading.n_windows == reading.windows_planned > 8 and len(reading.answers) == 2
@@ -416,8 +510,13 @@ def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer)
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
-         options=ReadingOptions(cpu_mode="bf16-linear"))
+    read(
+        "How deep is Lake Baikal?",
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(cpu_mode="bf16-linear"),
+    )
     from littlebird import inference
 
     assert inference.cpu_mode_of(model) == "bf16-linear"
@@ -428,10 +527,17 @@ def test_the_reading_options_set_the_threads_and_convert_a_model_once(tokenizer)
     resolve = inference.resolve_cpu_mode
     inference.resolve_cpu_mode = lambda mode: asked.append(mode) or resolve(mode)
     try:  # settled once: later readings in the same mode do not look at the CPU again
-        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer,
-             options=ReadingOptions(cpu_mode="bf16-linear"))
+        read(
+            "How deep is Lake Baikal?",
+            TEXT,
+            model=model,
+            tokenizer=tokenizer,
+            options=ReadingOptions(cpu_mode="bf16-linear"),
+        )
     finally:
         inference.resolve_cpu_mode = resolve
     assert asked == []
     with pytest.raises(ValueError, match="cpu_mode"):  # its weights are rounded: no way back to fp32
-        read("How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(cpu_mode="fp32"))
+        read(
+            "How deep is Lake Baikal?", TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(cpu_mode="fp32")
+        )

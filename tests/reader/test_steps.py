@@ -8,12 +8,25 @@ from dataclasses import dataclass, replace
 import pytest
 
 from littlebird.command_options import build_parser, option
-from littlebird.reader import (Bm25Ranking, ConfidentEnough, Glimpse, LexicalPrior, NothingFound, ReadingOptions,
-                               WindowStep, read, steps, stop_rules, window_steps)
+from littlebird.reader import (
+    Bm25Ranking,
+    ConfidentEnough,
+    Glimpse,
+    LexicalPrior,
+    NothingFound,
+    ReadingOptions,
+    WindowStep,
+    read,
+    steps,
+    stop_rules,
+    window_steps,
+)
 from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
 
-TEXT = ("Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
-        "세종대왕이 훈민정음을 1443년에 만들었다. ") * 12
+TEXT = (
+    "Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "
+    "세종대왕이 훈민정음을 1443년에 만들었다. "
+) * 12
 QUESTION = "How deep is Lake Baikal?"
 
 
@@ -27,9 +40,10 @@ class ToyOptions(ReadingOptions):
 def test_the_options_name_the_steps_a_reading_runs():
     assert [type(step) for step in window_steps(ReadingOptions())] == [Bm25Ranking, Glimpse]
     assert [type(step) for step in window_steps(ReadingOptions(lexical_prior=0.5, glimpse_tokens=None))] == [
-        Bm25Ranking, LexicalPrior]
-    assert [type(step) for step in window_steps(ReadingOptions(rank_windows=False, lexical_prior=0.5))] == [
-        Bm25Ranking]
+        Bm25Ranking,
+        LexicalPrior,
+    ]
+    assert [type(step) for step in window_steps(ReadingOptions(rank_windows=False, lexical_prior=0.5))] == [Bm25Ranking]
     assert [type(rule) for rule in stop_rules(ReadingOptions())] == [ConfidentEnough, NothingFound]
     assert [type(rule) for rule in stop_rules(ReadingOptions(stop_confidence=None))] == [NothingFound]
     assert stop_rules(ReadingOptions(max_windows=None)) == []  # the rules stop ranked windows only
@@ -56,8 +70,13 @@ def test_a_new_strategy_is_one_class_and_one_option(monkeypatch):
     assert toy.window_token_spans[0][1] == toy.n_tokens != plain.window_token_spans[0][1]  # the last window first
     assert toy.window_token_spans[1:] == plain.window_token_spans[:2] and toy.n_windows == plain.n_windows == 3
     assert toy.windows[-1].read == 0 and toy.windows[-1].rank == plain.windows[-1].rank  # BM25's rank is kept
-    same = read(QUESTION, TEXT, model=model, tokenizer=tokenizer, options=ReadingOptions(
-        max_length=128, stride=48, max_windows=3, stop_confidence=None, give_up_below=None))
+    same = read(
+        QUESTION,
+        TEXT,
+        model=model,
+        tokenizer=tokenizer,
+        options=ReadingOptions(max_length=128, stride=48, max_windows=3, stop_confidence=None, give_up_below=None),
+    )
     assert same.answers == plain.answers  # options without the toy's field never turn it on
     # its option is a flag of a command line like any other, and checked like any other
     parsed = build_parser(ToyOptions).parse_args(["--last-window-first", "--max-windows", "all"])

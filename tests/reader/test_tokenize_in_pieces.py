@@ -14,8 +14,10 @@ from tests.qa_factories import qa_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 # what a cut must not change: runs of spaces, tabs, no-break spaces, combining marks, digits, Hangul, punctuation
-AWKWARD = ("The  city\tof Arland\u00a0was founded in 1,204 by e\u0301migre\u0301s.  \n\n수도는 아를란드이다 . "
-           "What (is) the river's name?   ¿Qué?  x" + "\u0301" + " 2024-05-01 ")
+AWKWARD = (
+    "The  city\tof Arland\u00a0was founded in 1,204 by e\u0301migre\u0301s.  \n\n수도는 아를란드이다 . "
+    "What (is) the river's name?   ¿Qué?  x" + "\u0301" + " 2024-05-01 "
+)
 
 
 def one_call(text, tokenizer):

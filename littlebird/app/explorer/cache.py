@@ -17,8 +17,14 @@ MAX_WINDOWS = 2
 def capture_key(target: ExplorerTarget) -> tuple:
     """What makes a window's capture: the checkpoint, the question, the document, the window, its length."""
     document = target.document
-    return (target.checkpoint, target.question, len(document.model_text), hash(document.model_text),
-            target.document_start, target.max_length)
+    return (
+        target.checkpoint,
+        target.question,
+        len(document.model_text),
+        hash(document.model_text),
+        target.document_start,
+        target.max_length,
+    )
 
 
 class CaptureCache:

@@ -103,18 +103,30 @@ class LayerInputs:
     def _take_pack(self, c_p: torch.Tensor) -> None:
         self.packed.append(self._buffers[1][1, len(self.packed)].copy_(c_p))  # C_P (s, H)
 
-    def capture(self, tokens: Sequence[str], *, question_length: int = 0,
-                answer_positions: Sequence[int] = ()) -> TokenCapture:
+    def capture(
+        self, tokens: Sequence[str], *, question_length: int = 0, answer_positions: Sequence[int] = ()
+    ) -> TokenCapture:
         """The :class:`TokenCapture` of the pass, its window's tokens labelled ``tokens``. A window the reader ran
         padded to a longer one's length (in a batch) keeps its own blocks only, as a pass of the window alone has
         them."""
         if not self.hidden or not len(self.hidden) == len(self.packed) == len(self.pack_inputs):
-            raise ValueError(f"the pass left {len(self.hidden)} layer inputs and {len(self.packed)} pack outputs: "
-                             "run the model once inside capturing()")
+            raise ValueError(
+                f"the pass left {len(self.hidden)} layer inputs and {len(self.packed)} pack outputs: "
+                "run the model once inside capturing()"
+            )
         n = -(-len(tokens) // self.block_size) * self.block_size  # the window's tokens padded to whole blocks
-        return TokenCapture(self.block_size, tuple(x[:n] for x in self.hidden), tuple(self.packed),
-                            self.position_ids[:n], self.key_valid[:n], self.compute_dtype, tuple(tokens),
-                            question_length, tuple(int(p) for p in answer_positions), tuple(self.pack_inputs))
+        return TokenCapture(
+            self.block_size,
+            tuple(x[:n] for x in self.hidden),
+            tuple(self.packed),
+            self.position_ids[:n],
+            self.key_valid[:n],
+            self.compute_dtype,
+            tuple(tokens),
+            question_length,
+            tuple(int(p) for p in answer_positions),
+            tuple(self.pack_inputs),
+        )
 
 
 def _keep_dtype(layer: LittleBirdLayer, x: torch.Tensor) -> torch.dtype:
@@ -221,8 +233,13 @@ def keeping_reading(model: Any, *, budget: int = KEEP_BYTES) -> Iterator[Reading
         yield kept
 
 
-def _recording(model: Any, start_pass: Callable[[int], list[LayerInputs]], dtype: torch.dtype | None, *,
-               skip: Callable[[], bool] = lambda: False) -> list:
+def _recording(
+    model: Any,
+    start_pass: Callable[[int], list[LayerInputs]],
+    dtype: torch.dtype | None,
+    *,
+    skip: Callable[[], bool] = lambda: False,
+) -> list:
     """Forward hooks on ``model``'s LittleBird layers that fill, as each layer starts and packs in this thread,
     the LayerInputs ``start_pass(batch size)`` gives for the pass's first rows when its first layer starts;
     passes while ``skip()`` is true are left alone."""

@@ -32,7 +32,6 @@ _COLORSCALE = "Viridis"  # bright = strong attention, as in the paper's figure 4
 _FONT = {"size": 11}
 
 
-
 def figure_layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     """The layout every explorer figure shares: no template (saves bytes), small margins."""
     fig.update_layout(
@@ -88,7 +87,12 @@ def bialibi_heatmap(alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray) -> g
         )
         bar_x = [0.27, 0.63, 1.0][col - 1]
         fig.update_layout(
-            {f"coloraxis{col if col > 1 else ''}": {"colorscale": _COLORSCALE, "colorbar": {"x": bar_x, "thickness": 8, "len": 0.9}}}
+            {
+                f"coloraxis{col if col > 1 else ''}": {
+                    "colorscale": _COLORSCALE,
+                    "colorbar": {"x": bar_x, "thickness": 8, "len": 0.9},
+                }
+            }
         )
         fig.update_xaxes(title_text="head", row=1, col=col, dtick=1 if n_heads <= 16 else None)
     fig.update_annotations(font={"size": 11})
@@ -122,7 +126,10 @@ def bialibi_distance_curves(
     for h in range(len(a)):
         chosen = head is None or h == head
         pack_bias = float((b[h] + g[h]) / 2 * block_size)
-        common = {"legendgroup": f"h{h}", "line": {"color": palette[h], "width": 3 if chosen and head is not None else 1.5}}
+        common = {
+            "legendgroup": f"h{h}",
+            "line": {"color": palette[h], "width": 3 if chosen and head is not None else 1.5},
+        }
         fig.add_trace(
             go.Scatter(
                 x=[-reach, 0, reach],
@@ -156,17 +163,25 @@ def bialibi_distance_curves(
 def _palette(n: int) -> list[str]:
     """n distinct colours for heads."""
     base = [
-        "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-        "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a",
-    ]  # fmt: skip
+        "#1f77b4",
+        "#ff7f0e",
+        "#2ca02c",
+        "#d62728",
+        "#9467bd",
+        "#8c564b",
+        "#e377c2",
+        "#7f7f7f",
+        "#bcbd22",
+        "#17becf",
+        "#393b79",
+        "#ad494a",
+    ]
     return [base[i % len(base)] for i in range(n)]
 
 
 def _heatmap(z: np.ndarray, x: Any, y: Any, **kwargs: Any) -> go.Heatmap:
     """A log10-weight heatmap on the shared colour scale (1e-4 .. 1)."""
-    return go.Heatmap(
-        z=_log_weights(z), x=x, y=y, colorscale=_COLORSCALE, zmin=math.log10(LOG_FLOOR), zmax=0, **kwargs
-    )
+    return go.Heatmap(z=_log_weights(z), x=x, y=y, colorscale=_COLORSCALE, zmin=math.log10(LOG_FLOOR), zmax=0, **kwargs)
 
 
 def _text_strip(block_labels: Sequence[str], block_size: int) -> go.Scatter:
@@ -186,15 +201,20 @@ def _text_strip(block_labels: Sequence[str], block_size: int) -> go.Scatter:
     )
 
 
-def _outline_answer(fig: go.Figure, answer_block_range: tuple[int, int] | None, block_size: int, cell: int, **where: Any) -> None:
+def _outline_answer(
+    fig: go.Figure, answer_block_range: tuple[int, int] | None, block_size: int, cell: int, **where: Any
+) -> None:
     """Outline the x range of the answer's blocks; ``cell`` is the tokens per heatmap cell."""
     if answer_block_range is None:
         return
     first, last = answer_block_range
     fig.add_vrect(
-        x0=first * block_size - cell / 2, x1=(last + 1) * block_size - cell / 2,
-        line={"color": "#ff4136", "width": 2}, fillcolor="rgba(0,0,0,0)", **where,
-    )  # fmt: skip
+        x0=first * block_size - cell / 2,
+        x1=(last + 1) * block_size - cell / 2,
+        line={"color": "#ff4136", "width": 2},
+        fillcolor="rgba(0,0,0,0)",
+        **where,
+    )
 
 
 def _with_strip(cols: int = 1, **kwargs: Any) -> go.Figure:
@@ -231,15 +251,20 @@ def attention_block_map(
     fig = _with_strip()
     fig.add_trace(
         _heatmap(
-            z, np.arange(z.shape[1]) * cell, np.arange(z.shape[0]) * cell,
+            z,
+            np.arange(z.shape[1]) * cell,
+            np.arange(z.shape[0]) * cell,
             colorbar=_log_colorbar("weight"),
             hovertemplate="queries from token %{x}<br>keys from token %{y}<br>log10 weight %{z:.2f}<extra></extra>",
         ),
-        row=1, col=1,
-    )  # fmt: skip
+        row=1,
+        col=1,
+    )
     fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
     _outline_answer(fig, answer_block_range, block_size, cell, row=1, col=1)
-    fig.add_hline(y=question_blocks * block_size - cell / 2, line={"color": "white", "width": 1, "dash": "dot"}, row=1, col=1)
+    fig.add_hline(
+        y=question_blocks * block_size - cell / 2, line={"color": "white", "width": 1, "dash": "dot"}, row=1, col=1
+    )
     fig.update_xaxes(title_text=f"query position (tokens, {cell} per cell)", row=2, col=1)
     fig.update_yaxes(title_text="key position (tokens)", row=1, col=1)
     return figure_layout(fig, f"Attention by block, layer {layer} head {head}", height=480)
@@ -268,24 +293,33 @@ def answer_token_attention(
     pack_weights = np.asarray(pack_weights, dtype=np.float32)
     rows = [f"{i}: {t.strip() or '·'}" for i, t in enumerate(token_labels)]
     fig = _with_strip(
-        cols=2, column_widths=[0.78, 0.22], horizontal_spacing=0.04,
+        cols=2,
+        column_widths=[0.78, 0.22],
+        horizontal_spacing=0.04,
         subplot_titles=["key blocks (window + block 0)", "pack slots"],
-    )  # fmt: skip
+    )
     fig.add_trace(
         _heatmap(
-            block_weights, np.arange(block_weights.shape[1]) * block_size, rows,
+            block_weights,
+            np.arange(block_weights.shape[1]) * block_size,
+            rows,
             colorbar=_log_colorbar("weight"),
             hovertemplate="%{y}<br>keys from token %{x}<br>log10 weight %{z:.2f}<extra></extra>",
         ),
-        row=1, col=1,
-    )  # fmt: skip
+        row=1,
+        col=1,
+    )
     fig.add_trace(
         _heatmap(
-            pack_weights, list(range(pack_weights.shape[1])), rows, showscale=False,
+            pack_weights,
+            list(range(pack_weights.shape[1])),
+            rows,
+            showscale=False,
             hovertemplate="%{y}<br>pack slot %{x}<br>log10 weight %{z:.2f}<extra></extra>",
         ),
-        row=1, col=2,
-    )  # fmt: skip
+        row=1,
+        col=2,
+    )
     fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
     fig.update_annotations(font={"size": 11})  # subplot titles, smaller than the figure title
     fig.update_yaxes(autorange="reversed", row=1, col=1)
@@ -313,12 +347,15 @@ def pack_slot_reads(
     fig = _with_strip()
     fig.add_trace(
         _heatmap(
-            reads, np.arange(reads.shape[1]) * block_size, list(range(reads.shape[0])),
+            reads,
+            np.arange(reads.shape[1]) * block_size,
+            list(range(reads.shape[0])),
             colorbar=_log_colorbar("weight"),
             hovertemplate="slot %{y}<br>tokens from %{x}<br>log10 weight %{z:.2f}<extra></extra>",
         ),
-        row=1, col=1,
-    )  # fmt: skip
+        row=1,
+        col=1,
+    )
     fig.add_trace(_text_strip(block_labels, block_size), row=2, col=1)
     _outline_answer(fig, answer_block_range, block_size, block_size, row=1, col=1)
     fig.update_xaxes(title_text="input position (tokens)", row=2, col=1)
@@ -337,19 +374,36 @@ def head_atlas(values: np.ndarray, *, metric: str, layer: int | None = None, hea
     title = f"Head atlas: {label}"
     values = np.asarray(values, dtype=np.float32)
     if np.isnan(values).all():
-        return message_figure(title, "The window explored holds no answer span, so no head attends to one."
-                               if metric == "answer" else "These attention weights do not say how their bias was made.")
+        return message_figure(
+            title,
+            "The window explored holds no answer span, so no head attends to one."
+            if metric == "answer"
+            else "These attention weights do not say how their bias was made.",
+        )
     n_layers, n_heads = values.shape
     scale = {"zmin": 0.0, "zmax": 1.0} if metric in SHARES else {}
-    fig = go.Figure(go.Heatmap(
-        z=np.round(values, 4), x=list(range(n_heads)), y=list(range(n_layers)), colorscale=_COLORSCALE,
-        texttemplate="%{z:.2f}" if n_layers * n_heads <= 400 else None, textfont={"size": 9},
-        colorbar={"thickness": 12, "tickformat": ".0%" if metric in SHARES else None},
-        hovertemplate=f"layer %{{y}}, head %{{x}}<br>{label}: %{{z:.3f}}<extra></extra>", **scale,
-    ))  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=np.round(values, 4),
+            x=list(range(n_heads)),
+            y=list(range(n_layers)),
+            colorscale=_COLORSCALE,
+            texttemplate="%{z:.2f}" if n_layers * n_heads <= 400 else None,
+            textfont={"size": 9},
+            colorbar={"thickness": 12, "tickformat": ".0%" if metric in SHARES else None},
+            hovertemplate=f"layer %{{y}}, head %{{x}}<br>{label}: %{{z:.3f}}<extra></extra>",
+            **scale,
+        )
+    )
     if layer is not None and head is not None:
-        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
-                      line={"color": "#ff4136", "width": 3})
+        fig.add_shape(
+            type="rect",
+            x0=head - 0.5,
+            x1=head + 0.5,
+            y0=layer - 0.5,
+            y1=layer + 0.5,
+            line={"color": "#ff4136", "width": 3},
+        )
     fig.update_xaxes(title_text="head", dtick=1 if n_heads <= 16 else None)
     fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1 if n_layers <= 24 else None)
     return figure_layout(fig, title, height=360)
@@ -378,21 +432,43 @@ def rollout_map(
     specs = [[{}, {}] for _ in range(k)] + [[{}, None]]
     titles = [t for label in token_labels for t in (label, "via pack slots" if label == token_labels[0] else "")]
     fig = make_subplots(
-        rows=k + 1, cols=2, specs=specs, shared_xaxes=True, column_widths=[0.84, 0.16], horizontal_spacing=0.03,
-        row_heights=[0.95 / k] * k + [0.05], vertical_spacing=0.06, subplot_titles=titles,
-    )  # fmt: skip
+        rows=k + 1,
+        cols=2,
+        specs=specs,
+        shared_xaxes=True,
+        column_widths=[0.84, 0.16],
+        horizontal_spacing=0.03,
+        row_heights=[0.95 / k] * k + [0.05],
+        vertical_spacing=0.06,
+        subplot_titles=titles,
+    )
     layers = list(range(n_layers))
     for row, label in enumerate(token_labels, start=1):
-        fig.add_trace(_heatmap(
-            rollout[:, row - 1], np.arange(nb) * block_size, layers, showscale=row == 1,
-            colorbar={**_log_colorbar("share"), "len": 0.8},
-            hovertemplate=f"{label}<br>layer %{{y}}, tokens from %{{x}}<br>log10 share %{{z:.2f}}<extra></extra>",
-        ), row=row, col=1)  # fmt: skip
+        fig.add_trace(
+            _heatmap(
+                rollout[:, row - 1],
+                np.arange(nb) * block_size,
+                layers,
+                showscale=row == 1,
+                colorbar={**_log_colorbar("share"), "len": 0.8},
+                hovertemplate=f"{label}<br>layer %{{y}}, tokens from %{{x}}<br>log10 share %{{z:.2f}}<extra></extra>",
+            ),
+            row=row,
+            col=1,
+        )
         _outline_answer(fig, answer_block_range, block_size, block_size, row=row, col=1)
-        fig.add_trace(go.Bar(
-            x=np.round(pack_share[:, row - 1].astype(np.float32), 4), y=layers, orientation="h", showlegend=False,
-            marker={"color": "#9467bd"}, hovertemplate="layer %{y}: %{x:.1%} via the pack slots<extra></extra>",
-        ), row=row, col=2)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=np.round(pack_share[:, row - 1].astype(np.float32), 4),
+                y=layers,
+                orientation="h",
+                showlegend=False,
+                marker={"color": "#9467bd"},
+                hovertemplate="layer %{y}: %{x:.1%} via the pack slots<extra></extra>",
+            ),
+            row=row,
+            col=2,
+        )
         fig.update_yaxes(title_text="layer", dtick=1 if n_layers <= 24 else None, row=row, col=1)
         fig.update_yaxes(showticklabels=False, row=row, col=2)
         fig.update_xaxes(range=[0, 1], tickformat=".0%", row=row, col=2)
@@ -421,47 +497,108 @@ def reading_map(windows: Sequence[Any], answers: Sequence[Any], *, aimed: int | 
         return message_figure(title, "Ask a question to see which windows the reader read, and what it found in them.")
     x = list(range(len(windows)))  # plain numbers: a few per window, and the page reads them back
     read = [w.read is not None for w in windows]
-    hover = [window_label(i, w) + (f"<br>BM25 {w.lexical_score:.2f}" if w.lexical_score is not None else "")
-             + ("" if w.read is None else f"<br>answerable {w.answerable_probability:.0%}"
-                + ("" if w.best_span_score is None else f", best span {w.best_span_score:.2f}"))
-             for i, w in enumerate(windows)]
+    hover = [
+        window_label(i, w)
+        + (f"<br>BM25 {w.lexical_score:.2f}" if w.lexical_score is not None else "")
+        + (
+            ""
+            if w.read is None
+            else f"<br>answerable {w.answerable_probability:.0%}"
+            + ("" if w.best_span_score is None else f", best span {w.best_span_score:.2f}")
+        )
+        for i, w in enumerate(windows)
+    ]
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.4, 0.3, 0.3])
-    fig.add_trace(go.Bar(
-        x=x, y=[w.lexical_score or 0.0 for w in windows], text=[f"#{w.rank + 1}" for w in windows],
-        textposition="outside", cliponaxis=False, marker={"color": [_READ if r else _UNREAD for r in read]},
-        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", name="first pass", showlegend=False,
-    ), row=1, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=[w.lexical_score or 0.0 for w in windows],
+            text=[f"#{w.rank + 1}" for w in windows],
+            textposition="outside",
+            cliponaxis=False,
+            marker={"color": [_READ if r else _UNREAD for r in read]},
+            hovertext=hover,
+            hovertemplate="%{hovertext}<extra></extra>",
+            name="first pass",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
     seen = [i for i, r in enumerate(read) if r]
-    fig.add_trace(go.Scatter(
-        x=seen, y=[windows[i].answerable_probability for i in seen], mode="markers+text",
-        text=[str(windows[i].read + 1) for i in seen], textposition="middle right",  # above a 100% mark it was cut off
-        marker={"color": _READ, "size": 8},
-        hovertext=[hover[i] for i in seen], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
-    ), row=2, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=seen,
+            y=[windows[i].answerable_probability for i in seen],
+            mode="markers+text",
+            text=[str(windows[i].read + 1) for i in seen],
+            textposition="middle right",  # above a 100% mark it was cut off
+            marker={"color": _READ, "size": 8},
+            hovertext=[hover[i] for i in seen],
+            hovertemplate="%{hovertext}<extra></extra>",
+            showlegend=False,
+        ),
+        row=2,
+        col=1,
+    )
     scored = [i for i in seen if windows[i].best_span_score is not None]
-    fig.add_trace(go.Scatter(
-        x=scored, y=[windows[i].best_span_score for i in scored], mode="markers", marker={"color": _READ, "size": 7},
-        hovertext=[hover[i] for i in scored], hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
-    ), row=3, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=scored,
+            y=[windows[i].best_span_score for i in scored],
+            mode="markers",
+            marker={"color": _READ, "size": 7},
+            hovertext=[hover[i] for i in scored],
+            hovertemplate="%{hovertext}<extra></extra>",
+            showlegend=False,
+        ),
+        row=3,
+        col=1,
+    )
     by_reading = {w.read: i for i, w in enumerate(windows) if w.read is not None}
     ticks = [(rank, a, by_reading[a.window]) for rank, a in enumerate(answers) if a.window in by_reading]
-    fig.add_trace(go.Scatter(
-        x=[i for _, _, i in ticks], y=[a.score for _, a, _ in ticks], mode="markers",
-        marker={"symbol": "line-ew-open", "size": 22, "line": {"width": 3},
-                "color": [_BEST if rank == 0 else _OTHER for rank, _, _ in ticks]},
-        hovertext=[f"#{rank + 1} “{' '.join(a.text.split())[:LABEL_CHARS]}” · {a.probability:.0%}<br>"
-                   f"{window_label(i, windows[i])}" for rank, a, i in ticks],
-        hovertemplate="%{hovertext}<extra></extra>", showlegend=False,
-    ), row=3, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[i for _, _, i in ticks],
+            y=[a.score for _, a, _ in ticks],
+            mode="markers",
+            marker={
+                "symbol": "line-ew-open",
+                "size": 22,
+                "line": {"width": 3},
+                "color": [_BEST if rank == 0 else _OTHER for rank, _, _ in ticks],
+            },
+            hovertext=[
+                f"#{rank + 1} “{' '.join(a.text.split())[:LABEL_CHARS]}” · {a.probability:.0%}<br>"
+                f"{window_label(i, windows[i])}"
+                for rank, a, i in ticks
+            ],
+            hovertemplate="%{hovertext}<extra></extra>",
+            showlegend=False,
+        ),
+        row=3,
+        col=1,
+    )
     if aimed is not None and 0 <= aimed < len(windows):
         for row in (1, 2, 3):
-            fig.add_vrect(x0=aimed - 0.5, x1=aimed + 0.5, fillcolor="rgba(255,201,77,0.35)", line={"width": 0},
-                          layer="below", row=row, col=1)
+            fig.add_vrect(
+                x0=aimed - 0.5,
+                x1=aimed + 0.5,
+                fillcolor="rgba(255,201,77,0.35)",
+                line={"width": 0},
+                layer="below",
+                row=row,
+                col=1,
+            )
     fig.update_yaxes(title_text="BM25", row=1, col=1)
     fig.update_yaxes(title_text="answerable", range=[-0.05, 1.15], tickformat=".0%", row=2, col=1)
     fig.update_yaxes(title_text="span score", row=3, col=1)
-    fig.update_xaxes(title_text="window, in document order (shaded: the one explored)", row=3, col=1,
-                     dtick=1 if len(windows) <= 30 else None)
+    fig.update_xaxes(
+        title_text="window, in document order (shaded: the one explored)",
+        row=3,
+        col=1,
+        dtick=1 if len(windows) <= 30 else None,
+    )
     return figure_layout(fig, title, height=420)
 
 
@@ -475,8 +612,11 @@ def message_figure(title: str, message: str) -> go.Figure:
 
 
 # The explorer's plots drawn from an attention summary, with their titles.
-_SUMMARY_PLOTS = {"block_map": "Attention by block", "answer": "Where the answer's tokens looked",
-                  "pack": "What each pack slot read"}
+_SUMMARY_PLOTS = {
+    "block_map": "Attention by block",
+    "answer": "Where the answer's tokens looked",
+    "pack": "What each pack slot read",
+}
 _READING_MAP = "Reading map"
 _ATLAS = "Head atlas"
 
@@ -488,8 +628,14 @@ def explorer_off(note: str) -> dict[str, go.Figure]:
     For models the explorer cannot show, such as the BigBird and Longformer baselines,
     which have neither pack attention nor BiALiBi.
     """
-    titles = {**_SUMMARY_PLOTS, "curves": "BiALiBi bias against distance", "slopes": "BiALiBi slopes per layer and head",
-              "reading_map": _READING_MAP, "atlas": _ATLAS, "rollout": "Rollout through both routes"}
+    titles = {
+        **_SUMMARY_PLOTS,
+        "curves": "BiALiBi bias against distance",
+        "slopes": "BiALiBi slopes per layer and head",
+        "reading_map": _READING_MAP,
+        "atlas": _ATLAS,
+        "rollout": "Rollout through both routes",
+    }
     return {key: message_figure(title, note) for key, title in titles.items()}
 
 
@@ -506,7 +652,11 @@ def explorer_figures(
     layer = min(max(int(layer), 0), layers - 1)
     head = min(max(int(head), 0), slopes["alpha"].shape[1] - 1)
     b = summary.block_size if summary is not None else 64
-    out = {"curves": bialibi_distance_curves(slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head)}
+    out = {
+        "curves": bialibi_distance_curves(
+            slopes["alpha"], slopes["beta"], slopes["gamma"], layer=layer, block_size=b, head=head
+        )
+    }
     if summary is None:
         note = "Ask a question, then open the explorer to see this."
         out.update({key: message_figure(title, note) for key, title in {**_SUMMARY_PLOTS, "atlas": _ATLAS}.items()})
@@ -514,16 +664,30 @@ def explorer_figures(
     out["atlas"] = head_atlas(summary.head_metrics[metric], metric=metric, layer=layer, head=head)
     at = (layer, head)
     out["block_map"] = attention_block_map(
-        summary.block_maps[at], block_size=b, pool=summary.pool, layer=layer, head=head,
-        block_labels=summary.block_labels, answer_block_range=summary.answer_block_range,
-        question_blocks=summary.question_blocks,
-    )  # fmt: skip
-    out["answer"] = answer_token_attention(
-        summary.answer_blocks[at], summary.answer_pack[at], token_labels=summary.answer_tokens,
-        block_labels=summary.block_labels, block_size=b, layer=layer, head=head,
-    )  # fmt: skip
-    out["pack"] = pack_slot_reads(
-        summary.pack_reads[at], block_labels=summary.block_labels, block_size=b, layer=layer, head=head,
+        summary.block_maps[at],
+        block_size=b,
+        pool=summary.pool,
+        layer=layer,
+        head=head,
+        block_labels=summary.block_labels,
         answer_block_range=summary.answer_block_range,
-    )  # fmt: skip
+        question_blocks=summary.question_blocks,
+    )
+    out["answer"] = answer_token_attention(
+        summary.answer_blocks[at],
+        summary.answer_pack[at],
+        token_labels=summary.answer_tokens,
+        block_labels=summary.block_labels,
+        block_size=b,
+        layer=layer,
+        head=head,
+    )
+    out["pack"] = pack_slot_reads(
+        summary.pack_reads[at],
+        block_labels=summary.block_labels,
+        block_size=b,
+        layer=layer,
+        head=head,
+        answer_block_range=summary.answer_block_range,
+    )
     return out

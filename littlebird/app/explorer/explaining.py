@@ -31,8 +31,9 @@ from littlebird.app.qa import WARM_QUESTION, WARM_SENTENCE
 from littlebird.modeling_littlebird import attention_weights_dtype
 
 
-def after_reading(view: AskView, question: str, settings: Settings,
-                  kept: ReadingInputs | None = None) -> ExplorerTarget | None:
+def after_reading(
+    view: AskView, question: str, settings: Settings, kept: ReadingInputs | None = None
+) -> ExplorerTarget | None:
     """The explorer's target for ``view``'s answer to ``question`` (aimed at the best answer's window; None when
     nothing was read), with what the reading ``kept`` of that window (``ReadingInputs.keeping`` around the
     reading) put in ``CAPTURES``, where :func:`explain` and :func:`explain_token` find it."""
@@ -47,9 +48,16 @@ def after_reading(view: AskView, question: str, settings: Settings,
 def _layout(target: ExplorerTarget, loaded: LoadedModel) -> WindowAttention | None:
     """The tokens of ``target``'s window and their spans in the document, without running the model."""
     document = target.document
-    return window_layout(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                         document_start=target.document_start, model_text=document.model_text,
-                         model_to_text=document.model_to_text, max_length=target.max_length)
+    return window_layout(
+        target.question,
+        document.text,
+        model=loaded.model,
+        tokenizer=loaded.tokenizer,
+        document_start=target.document_start,
+        model_text=document.model_text,
+        model_to_text=document.model_to_text,
+        max_length=target.max_length,
+    )
 
 
 def _keep_for_explorer(target: ExplorerTarget, kept: ReadingInputs, loaded: LoadedModel) -> None:
@@ -58,13 +66,17 @@ def _keep_for_explorer(target: ExplorerTarget, kept: ReadingInputs, loaded: Load
     inputs = None if place is None else kept.window(place)
     window = None if inputs is None else _layout(target, loaded)
     if window is not None:
-        capture = inputs.capture(window_tokens(window, target.document.text), question_length=window.question_length,
-                                 answer_positions=answer_positions(window, target.answer_span))
+        capture = inputs.capture(
+            window_tokens(window, target.document.text),
+            question_length=window.question_length,
+            answer_positions=answer_positions(window, target.answer_span),
+        )
         CAPTURES.put(capture_key(target), capture)
 
 
-def _summarize_kept(target: ExplorerTarget, loaded: LoadedModel,
-                    capture: TokenCapture) -> tuple[AttentionSummary | None, TokenCapture]:
+def _summarize_kept(
+    target: ExplorerTarget, loaded: LoadedModel, capture: TokenCapture
+) -> tuple[AttentionSummary | None, TokenCapture]:
     """The window's summary from the layer inputs kept of its pass (``keys.layer_weights``), each layer reduced as
     it is rebuilt, and the capture following ``target``'s answer."""
     window = _layout(target, loaded)
@@ -72,33 +84,45 @@ def _summarize_kept(target: ExplorerTarget, loaded: LoadedModel,
         return None, capture
     reduce = LayerReduction(target.answer_span, loaded.block_size)
     window.attentions = tuple(reduce(window, weights) for weights in layer_weights(capture, loaded.model))
-    summary = summarize_window(window, text=target.document.text, answer_span=target.answer_span,
-                               block_size=loaded.block_size)
+    summary = summarize_window(
+        window, text=target.document.text, answer_span=target.answer_span, block_size=loaded.block_size
+    )
     return summary, replace(capture, answer_positions=tuple(answer_positions(window, target.answer_span)))
 
 
 @gpu_task
-def _summarize_target(target: ExplorerTarget,
-                      loaded: LoadedModel) -> tuple[AttentionSummary | None, TokenCapture | None]:
+def _summarize_target(
+    target: ExplorerTarget, loaded: LoadedModel
+) -> tuple[AttentionSummary | None, TokenCapture | None]:
     """The window's summary and, kept by forward hooks in the same pass, what the token view needs."""
     document = target.document
     # The weights are reduced as each layer makes them, kept in float16 meanwhile (reductions.LayerReduction)
     with capturing(loaded.model) as inputs, attention_weights_dtype(torch.float16):
-        window = window_attention(target.question, document.text, model=loaded.model, tokenizer=loaded.tokenizer,
-                                  document_start=target.document_start, model_text=document.model_text,
-                                  model_to_text=document.model_to_text, max_length=target.max_length,
-                                  reduce_layer=LayerReduction(target.answer_span, loaded.block_size))
+        window = window_attention(
+            target.question,
+            document.text,
+            model=loaded.model,
+            tokenizer=loaded.tokenizer,
+            document_start=target.document_start,
+            model_text=document.model_text,
+            model_to_text=document.model_to_text,
+            max_length=target.max_length,
+            reduce_layer=LayerReduction(target.answer_span, loaded.block_size),
+        )
     if window is None:
         return None, None
-    summary = summarize_window(window, text=document.text, answer_span=target.answer_span,
-                               block_size=loaded.block_size)
-    capture = inputs.capture(window_tokens(window, document.text), question_length=window.question_length,
-                             answer_positions=answer_positions(window, target.answer_span))
+    summary = summarize_window(window, text=document.text, answer_span=target.answer_span, block_size=loaded.block_size)
+    capture = inputs.capture(
+        window_tokens(window, document.text),
+        question_length=window.question_length,
+        answer_positions=answer_positions(window, target.answer_span),
+    )
     return summary, capture
 
 
-def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, metric: str = "pack",
-            remember: bool = True) -> tuple[AttentionSummary | None, dict[str, Any], float]:
+def explain(
+    target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, metric: str = "pack", remember: bool = True
+) -> tuple[AttentionSummary | None, dict[str, Any], float]:
     """The explorer for ``target``: its window's attention weights, each layer reduced as it is computed
     (``reductions.LayerReduction``), drawn for ``layer`` and ``head`` (the head atlas for ``metric``, a key of
     ``head_metrics.METRICS``). Where ``CAPTURES`` holds the window's layer inputs (kept by the reading for its
@@ -127,8 +151,9 @@ def explain(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, met
     return summary, plots, time.perf_counter() - clock
 
 
-def warm_explorer(checkpoint: str | None = None,
-                  should_stop: Callable[[], bool] | None = None) -> AttentionSummary | None:
+def warm_explorer(
+    checkpoint: str | None = None, should_stop: Callable[[], bool] | None = None
+) -> AttentionSummary | None:
     """Ask one question of a one-window text and open its explorer both ways (from the layer inputs the reading
     kept, then by a pass of the window), keeping nothing for the token view, so that the first user's explorer
     does not pay for the attention-weights pass's and plotly's first calls (a 1K-token window's first open).
@@ -146,8 +171,9 @@ def warm_explorer(checkpoint: str | None = None,
     return summary
 
 
-def explain_token(target: ExplorerTarget | None, *, layer: int = 0, head: int = 0,
-                  token: int | None = None) -> tuple[TokenKeys | None, Any]:
+def explain_token(
+    target: ExplorerTarget | None, *, layer: int = 0, head: int = 0, token: int | None = None
+) -> tuple[TokenKeys | None, Any]:
     """The token view of ``target``'s window: ``token``'s keys in ``layer`` and ``head`` (None: the answer's
     first token) and their figure. The window's layer inputs come from ``CAPTURES``, or from running it again
     once the cache has let them go. Without a target or for a baseline: None and a note."""
@@ -163,6 +189,7 @@ def explain_token(target: ExplorerTarget | None, *, layer: int = 0, head: int = 
         if capture is None:
             return None, token_message("The window has no tokens to show.")
         CAPTURES.put(key, capture)
-    keys = token_keys(capture, loaded.model, layer=layer, head=head,
-                      token=capture.default_token if token is None else token)
+    keys = token_keys(
+        capture, loaded.model, layer=layer, head=head, token=capture.default_token if token is None else token
+    )
     return keys, token_figure(keys)

@@ -33,17 +33,17 @@ KEEP_SECONDS = 3600  # files written here are deleted after an hour: the page ha
 
 ARRAYS = {
     "block_maps": "(layers, heads, cells, cells): per query cell, the weight each key cell received; a cell is "
-                  "`pool` blocks of `block_size` tokens",
+    "`pool` blocks of `block_size` tokens",
     "answer_blocks": "(layers, heads, answer tokens, blocks): each answer token's weight per key block",
     "answer_pack": "(layers, heads, answer tokens, pack slots): each answer token's weight per pack slot",
     "pack_reads": "(layers, heads, pack slots, blocks): each pack slot's weight per input block",
     "block_labels": "(blocks,): the text each block starts with",
     "answer_tokens": "(answer tokens,): the answer's tokens as text",
     "rollout": "(layers, tokens followed, blocks): attention rollout through both routes (window and block 0, pack "
-               "slots; A_eff = 0.5 A + 0.5 I, heads averaged): where each followed token's final representation draws "
-               "from in each layer's input, per block; each row sums to 1",
+    "slots; A_eff = 0.5 A + 0.5 I, heads averaged): where each followed token's final representation draws "
+    "from in each layer's input, per block; each row sums to 1",
     "rollout_pack_share": "(layers, tokens followed): the share of what each layer's attention moved of the rollout "
-                          "that went through the pack slots",
+    "that went through the pack slots",
     "rollout_tokens": "(tokens followed,): [CLS], and the answer's first and last tokens",
     **{f"metric_{name}": f"(layers, heads): {label}" for name, label in METRICS.items()},
 }
@@ -51,7 +51,7 @@ ARRAYS = {
 
 TOKEN_ARRAYS = {
     "token_keys": "(keys,): the keys of the token on screen (metadata `token`): its pack slots' numbers, then "
-                  "the positions in the window of the tokens it may read",
+    "the positions in the window of the tokens it may read",
     "token_key_labels": "(keys,): each key's text",
     "token_content": "(keys,): each key's content term q·k/√d",
     "token_bias": "(keys,): each key's BiALiBi term, added to the content: -D_P for a pack slot, -D for a token",
@@ -60,21 +60,38 @@ TOKEN_ARRAYS = {
 """The arrays of the token view, in a file exported with one."""
 
 
-def explorer_metadata(target: ExplorerTarget, summary: AttentionSummary, *, layer: int, head: int,
-                      metric: str, token: TokenKeys | None = None) -> dict[str, Any]:
+def explorer_metadata(
+    target: ExplorerTarget,
+    summary: AttentionSummary,
+    *,
+    layer: int,
+    head: int,
+    metric: str,
+    token: TokenKeys | None = None,
+) -> dict[str, Any]:
     """The JSON of the file: what the explorer shows of ``target``'s window (and of ``token``, the token
     view's), and what each array holds."""
     window = target.windows[target.window]
     answer = None
     if target.answer is not None:
         chosen = target.answers[target.answer]
-        answer = {"rank": target.answer + 1, "text": chosen.text, "start": chosen.start, "end": chosen.end,
-                  "probability": chosen.probability}
+        answer = {
+            "rank": target.answer + 1,
+            "text": chosen.text,
+            "start": chosen.start,
+            "end": chosen.end,
+            "probability": chosen.probability,
+        }
     return {
         "question": target.question,
         "checkpoint": target.checkpoint,
-        "window": {"index": target.window, "tokens": [window.start, window.end], "first_pass_rank": window.rank + 1,
-                   "read": None if window.read is None else window.read + 1, "windows": len(target.windows)},
+        "window": {
+            "index": target.window,
+            "tokens": [window.start, window.end],
+            "first_pass_rank": window.rank + 1,
+            "read": None if window.read is None else window.read + 1,
+            "windows": len(target.windows),
+        },
         "answer": answer,
         "layer": layer,
         "head": head,
@@ -84,8 +101,15 @@ def explorer_metadata(target: ExplorerTarget, summary: AttentionSummary, *, laye
         "n_tokens": summary.n_tokens,
         "question_blocks": summary.question_blocks,
         "answer_block_range": summary.answer_block_range,
-        "token": None if token is None else {"position": token.token, "text": token.text, "layer": token.layer,
-                                             "head": token.head, "pack_slots": token.slots},
+        "token": None
+        if token is None
+        else {
+            "position": token.token,
+            "text": token.text,
+            "layer": token.layer,
+            "head": token.head,
+            "pack_slots": token.slots,
+        },
         "arrays": ARRAYS if token is None else {**ARRAYS, **TOKEN_ARRAYS},
     }
 
@@ -99,13 +123,19 @@ def summary_arrays(summary: AttentionSummary, token: TokenKeys | None = None) ->
     arrays["rollout_tokens"] = np.asarray(summary.rollout_tokens, dtype=str)
     arrays.update({f"metric_{name}": values for name, values in summary.head_metrics.items()})
     if token is not None:
-        arrays.update(token_keys=token.positions, token_key_labels=np.asarray(token.labels, dtype=str),
-                      token_content=token.content, token_bias=token.bias, token_weight=token.weight)
+        arrays.update(
+            token_keys=token.positions,
+            token_key_labels=np.asarray(token.labels, dtype=str),
+            token_content=token.content,
+            token_bias=token.bias,
+            token_weight=token.weight,
+        )
     return arrays
 
 
-def write_explorer_file(path: str | Path, summary: AttentionSummary, metadata: dict[str, Any],
-                        token: TokenKeys | None = None) -> Path:
+def write_explorer_file(
+    path: str | Path, summary: AttentionSummary, metadata: dict[str, Any], token: TokenKeys | None = None
+) -> Path:
     """Write ``summary``'s arrays (and ``token``'s), and ``metadata`` (as ``explorer.json``) to the ``.npz`` at
     ``path``."""
     path = Path(path)
@@ -122,8 +152,15 @@ def read_explorer_file(path: str | Path) -> tuple[dict[str, np.ndarray], dict[st
         return {name: archive[name] for name in archive.files if name != METADATA}, metadata
 
 
-def export_view(target: ExplorerTarget, summary: AttentionSummary, *, layer: int, head: int,
-                metric: str, token: TokenKeys | None = None) -> Path:
+def export_view(
+    target: ExplorerTarget,
+    summary: AttentionSummary,
+    *,
+    layer: int,
+    head: int,
+    metric: str,
+    token: TokenKeys | None = None,
+) -> Path:
     """The explorer's view (with the token view's ``token``, when given) as a new file, in a folder of its own
     under this process's export folder (where files older than :data:`KEEP_SECONDS` are deleted)."""
     exports = Path(tempfile.gettempdir()) / f"littlebird-exports-{os.getpid()}"

@@ -61,8 +61,14 @@ def sampled_blocks(num_blocks: int, count: int | None = SAMPLED_BLOCKS) -> torch
     return ((torch.arange(count) + 0.5) * num_blocks / count).long()
 
 
-def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Sequence[int],
-                 sample_blocks: int | None = SAMPLED_BLOCKS, chunk_blocks: int = 4) -> dict[str, np.ndarray]:
+def head_metrics(
+    attentions: Any,
+    *,
+    question_tokens: int,
+    answer_positions: Sequence[int],
+    sample_blocks: int | None = SAMPLED_BLOCKS,
+    chunk_blocks: int = 4,
+) -> dict[str, np.ndarray]:
     """Every metric of :data:`METRICS` for each head of one layer: name -> (h,) float32, from batch row 0.
 
     ``question_tokens``: tokens of [CLS] [QUESTION] question [SEP] at the window's start;
@@ -92,24 +98,30 @@ def head_metrics(attentions: Any, *, question_tokens: int, answer_positions: Seq
         keys = (blocks[:, None] - 1) * b + column[None, :]  # (m, 3b): the token each local column reads
         queries = blocks[:, None] * b + row[None, :]  # (m, b)
         pack_share = slots.sum(-1)  # (h, m, b)
-        question = (window * (keys < question_tokens)[None, :, None, :]).sum(-1) \
-            + block0[..., :question_tokens].sum(-1)
-        on_answer = (window * is_answer[keys + b][None, :, None, :]).sum(-1) \
-            + (block0 * is_answer[b : 2 * b]).sum(-1)
+        question = (window * (keys < question_tokens)[None, :, None, :]).sum(-1) + block0[..., :question_tokens].sum(-1)
+        on_answer = (window * is_answer[keys + b][None, :, None, :]).sum(-1) + (block0 * is_answer[b : 2 * b]).sum(-1)
         block0_distance = (queries[:, :, None] - row[None, None, :]).float()  # (m, b, b): block 0 is to the left
         reach = (window * local_distance).sum(-1) + (block0 * block0_distance).sum(-1)
         distance = reach / (1.0 - pack_share).clamp(min=1e-12)
         entropy = -(_p_log_p(window) + _p_log_p(block0) + _p_log_p(slots))
         weight = valid[blocks].to(window.dtype)  # (m, b): padding queries count for nothing
-        values = {"pack": pack_share, "question": question, "answer": on_answer, "distance": distance,
-                  "entropy": entropy}
+        values = {
+            "pack": pack_share,
+            "question": question,
+            "answer": on_answer,
+            "distance": distance,
+            "entropy": entropy,
+        }
         if prior is not None:
             # KL = sum p log p - sum p (logits - logsumexp(logits)), with sum p = 1: no log-softmax or joined weights
             # are formed. Clamped, as rounding leaves it a hair below 0 where p = prior.
             logits = prior.logits(blocks.tolist())  # (h, m, b, s + 4b): keys [C_P; block 0; window], as the weights
             s = slots.shape[-1]
-            cross = ((slots * logits[..., :s]).sum(-1) + (block0 * logits[..., s : s + b]).sum(-1)
-                     + (window * logits[..., s + b :]).sum(-1))
+            cross = (
+                (slots * logits[..., :s]).sum(-1)
+                + (block0 * logits[..., s : s + b]).sum(-1)
+                + (window * logits[..., s + b :]).sum(-1)
+            )
             # logsumexp by hand, faster than torch's on CPU; masked keys (-1e4) clamped to -80 first, as exp's
             # underflow path is slow, and exp(-80) adds nothing to a sum of at least 1
             peak = logits.amax(-1, keepdim=True)

@@ -29,12 +29,14 @@ def layer_weights(capture: TokenCapture, model: Any) -> Iterator[Any]:
     layers = attention_layers(model)
     device, dtype = model_device(model), capture.compute_dtype
     with torch.inference_mode():
-        geometry = build_block_geometry(capture.position_ids[None].to(device), capture.key_valid[None].to(device),
-                                        capture.block_size, dtype)
+        geometry = build_block_geometry(
+            capture.position_ids[None].to(device), capture.key_valid[None].to(device), capture.block_size, dtype
+        )
     for layer, x, p, c_p in zip(layers, capture.hidden, capture.pack_inputs, capture.packed):
         with torch.inference_mode(), attention_weights_dtype(torch.float16):
-            weights = layer.attention_weights(x[None].to(device, dtype), p[None].to(device, dtype),
-                                              c_p[None].to(device, dtype), geometry)
+            weights = layer.attention_weights(
+                x[None].to(device, dtype), p[None].to(device, dtype), c_p[None].to(device, dtype), geometry
+            )
         yield replace(weights, length=capture.n_tokens)
 
 
@@ -69,9 +71,11 @@ class TokenKeys:
         last = (self.n_tokens - 1) // self.block_size
         tokens = self.positions[self.slots :]
         window = self.slots + (int(np.sum(tokens < self.block_size)) if q >= 2 else 0)
-        runs = [("pack", "pack slots (C_P)", 0, self.slots),
-                ("block0", "block 0: [CLS], question", self.slots, window),
-                ("window", f"blocks {max(q - 1, 0)}–{min(q + 1, last)}: its window", window, len(self.positions))]
+        runs = [
+            ("pack", "pack slots (C_P)", 0, self.slots),
+            ("block0", "block 0: [CLS], question", self.slots, window),
+            ("window", f"blocks {max(q - 1, 0)}–{min(q + 1, last)}: its window", window, len(self.positions)),
+        ]
         return [run for run in runs if run[3] > run[2]]
 
 
@@ -109,8 +113,13 @@ def token_keys(capture: TokenCapture, model: Any, *, layer: int, head: int, toke
         content = torch.cat([q @ packed_k.T, q @ k.T], dim=-1)[0].float()  # (s + K_x,)
         positions = capture.position_ids
         one = lambda t: t.view(1, 1, -1)  # noqa: E731  (B = 1, one block, its queries or keys)
-        left, right, cls = pair_terms(one(positions[token : token + 1]), one(torch.tensor([token])),
-                                      one(positions[keys]), one(keys), torch.float32)
+        left, right, cls = pair_terms(
+            one(positions[token : token + 1]),
+            one(torch.tensor([token])),
+            one(positions[keys]),
+            one(keys),
+            torch.float32,
+        )
         terms = (t.to(bialibi.alpha.device) for t in (left, right, cls))
         distance = bialibi.distance_bias(*terms)[0, head, 0, 0].float()  # D (K_x,)
         pack = bialibi.pack_bias(capture.block_size)[head].float().expand(packed_k.shape[0])  # D_P (s,)
@@ -118,9 +127,16 @@ def token_keys(capture: TokenCapture, model: Any, *, layer: int, head: int, toke
         probability = torch.softmax(content + bias.to(content.device), dim=-1)
     slots = packed_k.shape[0]
     return TokenKeys(
-        layer=layer, head=head, token=token, text=capture.tokens[token], n_tokens=capture.n_tokens,
-        block_size=capture.block_size, slots=slots,
+        layer=layer,
+        head=head,
+        token=token,
+        text=capture.tokens[token],
+        n_tokens=capture.n_tokens,
+        block_size=capture.block_size,
+        slots=slots,
         positions=np.concatenate([np.arange(slots), keys.numpy()]),
         labels=tuple(f"slot {i}" for i in range(slots)) + tuple(capture.tokens[j] for j in keys.tolist()),
-        content=content.cpu().numpy(), bias=bias.cpu().numpy(), weight=probability.float().cpu().numpy(),
-    )  # fmt: skip
+        content=content.cpu().numpy(),
+        bias=bias.cpu().numpy(),
+        weight=probability.float().cpu().numpy(),
+    )

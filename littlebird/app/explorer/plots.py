@@ -19,23 +19,24 @@ from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import highlight_answers
 
 
-def explore(summary: AttentionSummary | None, checkpoint: str | None, layer: int, head: int,
-            metric: str = "pack") -> dict[str, Any]:
+def explore(
+    summary: AttentionSummary | None, checkpoint: str | None, layer: int, head: int, metric: str = "pack"
+) -> dict[str, Any]:
     """The explorer's per-head figures (and the head atlas, outlining the head) after the user picks another
     layer or head."""
     return explorer_plots(summary, load_model(checkpoint), layer=layer, head=head, metric=metric)
 
 
-def explorer_plots(summary: AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int,
-                   metric: str = "pack") -> dict[str, Any]:
+def explorer_plots(
+    summary: AttentionSummary | None, loaded: LoadedModel, *, layer: int, head: int, metric: str = "pack"
+) -> dict[str, Any]:
     """``drawing.explorer_figures`` for ``loaded``; for a baseline model, its ``explorer_note`` in each plot."""
     if loaded.explorer_note:
         return drawing.explorer_off(loaded.explorer_note)
     return drawing.explorer_figures(summary, loaded.slopes, layer=layer, head=head, metric=metric)
 
 
-def atlas_figure(summary: AttentionSummary | None, checkpoint: str | None, metric: str, layer: int,
-                 head: int) -> Any:
+def atlas_figure(summary: AttentionSummary | None, checkpoint: str | None, metric: str, layer: int, head: int) -> Any:
     """The head atlas alone, after the user picks another metric."""
     return explore(summary, checkpoint, layer, head, metric)["atlas"]
 
@@ -63,10 +64,17 @@ def rollout_figure(summary: AttentionSummary | None, loaded: LoadedModel) -> Any
     if loaded.explorer_note:
         return drawing.explorer_off(loaded.explorer_note)["rollout"]
     if summary is None:
-        return drawing.rollout_map(np.zeros((0, 0, 0)), np.zeros((0, 0)), token_labels=(), block_labels=(), block_size=1)
-    return drawing.rollout_map(summary.rollout, summary.rollout_pack_share, token_labels=summary.rollout_tokens,
-                               block_labels=summary.block_labels, block_size=summary.block_size,
-                               answer_block_range=summary.answer_block_range)
+        return drawing.rollout_map(
+            np.zeros((0, 0, 0)), np.zeros((0, 0)), token_labels=(), block_labels=(), block_size=1
+        )
+    return drawing.rollout_map(
+        summary.rollout,
+        summary.rollout_pack_share,
+        token_labels=summary.rollout_tokens,
+        block_labels=summary.block_labels,
+        block_size=summary.block_size,
+        answer_block_range=summary.answer_block_range,
+    )
 
 
 def rollout_document(target: ExplorerTarget, summary: AttentionSummary | None) -> str:
@@ -76,10 +84,21 @@ def rollout_document(target: ExplorerTarget, summary: AttentionSummary | None) -
     if summary is not None:
         for rank, (block, share) in enumerate(top_blocks(summary.rollout, summary.rollout_tokens, summary.block_spans)):
             start, end = summary.block_spans[block]
-            tints.append((start, end, f"rollout #{rank + 1}: {share:.1%} of what the "
-                          f"{'answer' if len(summary.rollout_tokens) > 1 else '[CLS] token'} draws from"))
-    return highlight_answers(target.document.text, target.answers, no_answer=target.no_answer, tints=tints,
-                             page_starts=target.document.page_starts)
+            tints.append(
+                (
+                    start,
+                    end,
+                    f"rollout #{rank + 1}: {share:.1%} of what the "
+                    f"{'answer' if len(summary.rollout_tokens) > 1 else '[CLS] token'} draws from",
+                )
+            )
+    return highlight_answers(
+        target.document.text,
+        target.answers,
+        no_answer=target.no_answer,
+        tints=tints,
+        page_starts=target.document.page_starts,
+    )
 
 
 def slopes_figure(loaded: LoadedModel) -> Any:

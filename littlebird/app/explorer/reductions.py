@@ -17,8 +17,13 @@ from typing import Any
 import numpy as np
 
 from littlebird.app.explorer.head_metrics import METRICS, head_metrics
-from littlebird.app.explorer.rollout import (LayerMixing, attention_rollout, layer_mixing, packed_per_block,
-                                             rollout_positions)
+from littlebird.app.explorer.rollout import (
+    LayerMixing,
+    attention_rollout,
+    layer_mixing,
+    packed_per_block,
+    rollout_positions,
+)
 
 MAX_CELLS = 128
 """Most heatmap cells along one axis; more blocks than this are average-pooled."""
@@ -99,8 +104,9 @@ def _block_labels(
     return tuple(labels)
 
 
-def _block_spans(token_offsets: Sequence[tuple[int, int] | None], block_size: int,
-                 n_tokens: int) -> tuple[tuple[int, int] | None, ...]:
+def _block_spans(
+    token_offsets: Sequence[tuple[int, int] | None], block_size: int, n_tokens: int
+) -> tuple[tuple[int, int] | None, ...]:
     """Each block's (first character, end) of the text, None for a block of special and question tokens only."""
     spans = []
     for first in range(0, n_tokens, block_size):
@@ -158,10 +164,13 @@ def summarize_layer(
     block_map = _numpy(layer.block_map()[0])  # (h, nb, nb)
     chosen = np.asarray(rollout_positions(positions), dtype=np.int64)
     mixing = layer_mixing(
-        block_map=block_map, packed_blocks=packed_per_block(layer), pack_reads=pack_reads,
+        block_map=block_map,
+        packed_blocks=packed_per_block(layer),
+        pack_reads=pack_reads,
         token_window=_token_blocks(local, global_, chosen, nb),
-        token_packed=_numpy(packed[:, chosen // block_size, chosen % block_size]), token_blocks=chosen // block_size,
-    )  # fmt: skip
+        token_packed=_numpy(packed[:, chosen // block_size, chosen % block_size]),
+        token_blocks=chosen // block_size,
+    )
     return LayerSummary(
         pool=pool,
         block_map=pool_blocks(block_map, pool),
@@ -209,12 +218,17 @@ def summarize_attention(
         max_cells: pool the block map so neither axis exceeds this many cells.
     """
     layers = [
-        layer if isinstance(layer, LayerSummary) else summarize_layer(
-            layer, answer_positions=answer_positions, question_tokens=question_tokens, block_size=block_size,
+        layer
+        if isinstance(layer, LayerSummary)
+        else summarize_layer(
+            layer,
+            answer_positions=answer_positions,
+            question_tokens=question_tokens,
+            block_size=block_size,
             max_cells=max_cells,
         )
         for layer in attentions
-    ]  # fmt: skip
+    ]
     n_tokens = len(token_offsets)
     positions = np.asarray(answer_positions, dtype=np.int64)
     answer_tokens = tuple(
@@ -231,8 +245,14 @@ def summarize_attention(
         rows, shares = attention_rollout([layer.mixing for layer in layers])
         chosen = rollout_positions(positions)
         names = ["[CLS]", "answer start", "answer end"][: len(chosen)]
-        labels = tuple(name if p == 0 else f"{name} “{text[token_offsets[p][0] : token_offsets[p][1]]}”"
-                       if token_offsets[p] else name for name, p in zip(names, chosen))
+        labels = tuple(
+            name
+            if p == 0
+            else f"{name} “{text[token_offsets[p][0] : token_offsets[p][1]]}”"
+            if token_offsets[p]
+            else name
+            for name, p in zip(names, chosen)
+        )
         rollout = {"rollout": rows, "rollout_pack_share": shares, "rollout_tokens": labels}
 
     return AttentionSummary(
@@ -276,12 +296,18 @@ class LayerReduction:
     max_cells: int = MAX_CELLS
 
     def __call__(self, window: Any, layer: Any) -> LayerSummary:
-        return summarize_layer(layer, answer_positions=answer_positions(window, self.answer_span),
-                               question_tokens=window.question_length, block_size=self.block_size,
-                               max_cells=self.max_cells)
+        return summarize_layer(
+            layer,
+            answer_positions=answer_positions(window, self.answer_span),
+            question_tokens=window.question_length,
+            block_size=self.block_size,
+            max_cells=self.max_cells,
+        )
 
 
-def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int) -> AttentionSummary:
+def summarize_window(
+    window: Any, *, text: str, answer_span: tuple[int, int] | None, block_size: int
+) -> AttentionSummary:
     """``summarize_attention`` for the ``explorer.window.WindowAttention`` of one window of a reading.
 
     ``window.token_spans`` gives each window token's [start, end) in ``text`` ((-1, -1) for
@@ -290,9 +316,13 @@ def summarize_window(window: Any, *, text: str, answer_span: tuple[int, int] | N
     reduced as the model ran (``LayerReduction``), their ``LayerSummary``.
     """
     return summarize_attention(
-        window.attentions, text=text, token_offsets=_offsets(window), answer_positions=answer_positions(window, answer_span),
-        question_tokens=window.question_length, block_size=block_size,
-    )  # fmt: skip
+        window.attentions,
+        text=text,
+        token_offsets=_offsets(window),
+        answer_positions=answer_positions(window, answer_span),
+        question_tokens=window.question_length,
+        block_size=block_size,
+    )
 
 
 def _numpy(tensor: Any) -> np.ndarray:

@@ -62,8 +62,15 @@ def packed_per_block(layer: Any) -> np.ndarray:
     return (sums / count[None, :, None]).cpu().numpy()
 
 
-def layer_mixing(*, block_map: np.ndarray, packed_blocks: np.ndarray, pack_reads: np.ndarray,
-                 token_window: np.ndarray, token_packed: np.ndarray, token_blocks: Sequence[int]) -> LayerMixing:
+def layer_mixing(
+    *,
+    block_map: np.ndarray,
+    packed_blocks: np.ndarray,
+    pack_reads: np.ndarray,
+    token_window: np.ndarray,
+    token_packed: np.ndarray,
+    token_blocks: Sequence[int],
+) -> LayerMixing:
     """``LayerMixing`` from one layer's per-head arrays: ``block_map`` (h, nb, nb) (``block_map()``),
     ``packed_blocks`` (h, nb, s) (:func:`packed_per_block`), ``pack_reads`` (h, s, nb) (each slot's weight per
     input block), and for the chosen tokens ``token_window`` (h, k, nb) and ``token_packed`` (h, k, s)."""
@@ -113,8 +120,9 @@ def attention_rollout(mixings: Sequence[LayerMixing]) -> tuple[np.ndarray, np.nd
     return rows, shares
 
 
-def top_blocks(rollout: np.ndarray, rollout_tokens: Sequence[str], block_spans: Sequence[Any],
-               count: int = TINTED_BLOCKS) -> list[tuple[int, float]]:
+def top_blocks(
+    rollout: np.ndarray, rollout_tokens: Sequence[str], block_spans: Sequence[Any], count: int = TINTED_BLOCKS
+) -> list[tuple[int, float]]:
     """(block, share) of the ``count`` blocks of document text that the answer's tokens draw most from once
     propagated to the embeddings (``rollout[0]``, the answer's rows averaged; [CLS]'s without an answer),
     best first. Blocks without document text (the question's) are left out."""

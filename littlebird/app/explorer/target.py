@@ -60,8 +60,17 @@ class ExplorerTarget:
         result = view.reading
         if not any(w.read is not None for w in result.windows):
             return None
-        target = cls(view.document, question, settings.checkpoint, settings.reading.max_length, tuple(result.windows),
-                     tuple(result.answers), window=0, answer=None, no_answer=result.no_answer)
+        target = cls(
+            view.document,
+            question,
+            settings.checkpoint,
+            settings.reading.max_length,
+            tuple(result.windows),
+            tuple(result.answers),
+            window=0,
+            answer=None,
+            no_answer=result.no_answer,
+        )
         return target.aimed(AnswerChoice(0) if result.answers else WindowChoice(target._window_read(0)))
 
     @property
@@ -103,8 +112,14 @@ class ExplorerTarget:
 
     def choices(self) -> list[tuple[str, Aim]]:
         """(label, aim) of everything the explorer can be aimed at: the n-best answers, then every window."""
-        answers = [(f"answer #{k + 1}: “{' '.join(a.text.split())[:48]}” ({a.probability:.0%}), window "
-                    f"{self._window_read(a.window)}", AnswerChoice(k)) for k, a in enumerate(self.answers)]
+        answers = [
+            (
+                f"answer #{k + 1}: “{' '.join(a.text.split())[:48]}” ({a.probability:.0%}), window "
+                f"{self._window_read(a.window)}",
+                AnswerChoice(k),
+            )
+            for k, a in enumerate(self.answers)
+        ]
         return answers + [(window_label(i, w), WindowChoice(i)) for i, w in enumerate(self.windows)]
 
 

@@ -38,29 +38,58 @@ def token_figure(keys: TokenKeys) -> go.Figure:
     where = [f"slot {p}" if i < keys.slots else f"token {p}" for i, p in enumerate(keys.positions.tolist())]
     hover = [f"{w}: “{_short(label)}”" for w, label in zip(where, keys.labels)]
     custom = np.stack([keys.content, keys.bias, keys.score, keys.weight], axis=-1).astype(np.float32)
-    template = ("%{hovertext}<br>content q·k/√d %{customdata[0]:.3f}<br>BiALiBi %{customdata[1]:.3f}"
-                "<br>score %{customdata[2]:.3f}<br>weight %{customdata[3]:.4f}<extra></extra>")
+    template = (
+        "%{hovertext}<br>content q·k/√d %{customdata[0]:.3f}<br>BiALiBi %{customdata[1]:.3f}"
+        "<br>score %{customdata[2]:.3f}<br>weight %{customdata[3]:.4f}<extra></extra>"
+    )
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.6, 0.4])
     common = {"x": x, "hovertext": hover, "customdata": custom, "hovertemplate": template}
     fig.add_trace(go.Bar(y=keys.content, name="content q·k/√d", marker={"color": _CONTENT}, **common), row=1, col=1)
     fig.add_trace(go.Bar(y=keys.bias, name="BiALiBi bias", marker={"color": _BIAS}, **common), row=1, col=1)
-    fig.add_trace(go.Scatter(y=keys.score, name="score (logit)", mode="markers", marker={"color": _SCORE, "size": 4},
-                             **common), row=1, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(y=keys.score, name="score (logit)", mode="markers", marker={"color": _SCORE, "size": 4}, **common),
+        row=1,
+        col=1,
+    )
     fig.add_trace(go.Bar(y=keys.weight, name="weight", marker={"color": _WEIGHT}, **common), row=2, col=1)
     for kind, name, first, end in keys.groups():
         for row in (1, 2):
-            fig.add_vrect(x0=first - 0.5, x1=end - 0.5, fillcolor=_GROUP_SHADES[kind], line={"width": 0}, layer="below",
-                          row=row, col=1)
-        fig.add_annotation(x=(first + end - 1) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", text=name,
-                           showarrow=False, font={"size": 10})
+            fig.add_vrect(
+                x0=first - 0.5,
+                x1=end - 0.5,
+                fillcolor=_GROUP_SHADES[kind],
+                line={"width": 0},
+                layer="below",
+                row=row,
+                col=1,
+            )
+        fig.add_annotation(
+            x=(first + end - 1) / 2,
+            y=1.0,
+            xref="x",
+            yref="paper",
+            yanchor="bottom",
+            text=name,
+            showarrow=False,
+            font={"size": 10},
+        )
     step = max(1, math.ceil(len(x) / MAX_TICKS))
-    fig.update_xaxes(tickvals=x[::step].tolist(), ticktext=[_short(keys.labels[i])[:12] for i in x[::step]],
-                     tickangle=-90, tickfont={"size": 8}, row=2, col=1)
+    fig.update_xaxes(
+        tickvals=x[::step].tolist(),
+        ticktext=[_short(keys.labels[i])[:12] for i in x[::step]],
+        tickangle=-90,
+        tickfont={"size": 8},
+        row=2,
+        col=1,
+    )
     fig.update_yaxes(title_text="score", row=1, col=1)
     fig.update_yaxes(title_text="weight", rangemode="tozero", row=2, col=1)
-    fig.update_layout(barmode="relative", bargap=0.1,
-                      legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.13, "yanchor": "bottom"})
-    title = (f"Token {keys.token} “{_short(keys.text)}”: its {len(x)} keys, layer {keys.layer} head {keys.head}")
+    fig.update_layout(
+        barmode="relative",
+        bargap=0.1,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.13, "yanchor": "bottom"},
+    )
+    title = f"Token {keys.token} “{_short(keys.text)}”: its {len(x)} keys, layer {keys.layer} head {keys.head}"
     fig = figure_layout(fig, title, height=500)
     fig.update_layout(margin={"l": 60, "r": 20, "t": 80, "b": 70})
     return fig

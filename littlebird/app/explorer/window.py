@@ -17,8 +17,18 @@ from typing import Any
 import torch
 
 from littlebird.modeling_littlebird import LittleBirdLayer
-from littlebird.reader import (DEFAULT_MAX_LENGTH, EncodedText, build_windows, encode_text, model_device,
-                               question_prefix, special_ids, tokenize_questions, window_capacity, window_length)
+from littlebird.reader import (
+    DEFAULT_MAX_LENGTH,
+    EncodedText,
+    build_windows,
+    encode_text,
+    model_device,
+    question_prefix,
+    special_ids,
+    tokenize_questions,
+    window_capacity,
+    window_length,
+)
 
 
 @dataclass
@@ -26,7 +36,9 @@ class WindowAttention:
     """What the model attended to in one window: its tokens, their spans in the text, and per layer the
     attention weights or what a ``reduce_layer`` made of them."""
 
-    attentions: tuple  # the model's ``attentions`` for this window (batch of one), or per layer what reduce_layer made of them
+    attentions: (
+        tuple  # the model's ``attentions`` for this window (batch of one), or per layer what reduce_layer made of them
+    )
     token_spans: list[tuple[int, int]]  # per input token, [start, end) in the shown text; (-1, -1) if none
     tokens: list[str]  # per input token, the tokenizer's piece
     question_length: int  # tokens of [CLS] [QUESTION] question [SEP], before the document
@@ -44,13 +56,24 @@ def attention_layers(model) -> list:
 def window_tokens(window: WindowAttention, text: str) -> list[str]:
     """The text of each token of ``window`` in ``text``; for the special and question tokens, which have no span
     there, the tokenizer's piece without SentencePiece's word mark."""
-    return [piece.replace("▁", " ").strip() or piece if start < 0 else text[start:end]
-            for piece, (start, end) in zip(window.tokens, window.token_spans)]
+    return [
+        piece.replace("▁", " ").strip() or piece if start < 0 else text[start:end]
+        for piece, (start, end) in zip(window.tokens, window.token_spans)
+    ]
 
 
-def window_attention(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                     model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH,
-                     reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
+def window_attention(
+    question: str,
+    text: str,
+    *,
+    model,
+    tokenizer,
+    document_start: int,
+    model_text: str | None = None,
+    model_to_text=None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
+    reduce_layer: Callable[[WindowAttention, Any], Any] | None = None,
+) -> WindowAttention | None:
     """The model's attention over one window of a reading, computed again when someone wants to see it.
 
     The window is the one ``littlebird.reader.read`` read from document token ``document_start`` (the start of one
@@ -60,22 +83,56 @@ def window_attention(question: str, text: str, *, model, tokenizer, document_sta
     layer's weights are held at a time. None for a model without attention outputs (the baselines) or a document
     without tokens.
     """
-    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
-                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
+    inputs = _explained_window(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        document_start=document_start,
+        model_text=model_text,
+        model_to_text=model_to_text,
+        max_length=max_length,
+    )
     return None if inputs is None else _window_attention(model, tokenizer, *inputs, reduce_layer)
 
 
-def window_layout(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None = None,
-                  model_to_text=None, max_length: int | None = DEFAULT_MAX_LENGTH) -> WindowAttention | None:
+def window_layout(
+    question: str,
+    text: str,
+    *,
+    model,
+    tokenizer,
+    document_start: int,
+    model_text: str | None = None,
+    model_to_text=None,
+    max_length: int | None = DEFAULT_MAX_LENGTH,
+) -> WindowAttention | None:
     """The window of :func:`window_attention` without running the model: its tokens, their spans in ``text`` and
     the question's length, with no ``attentions``. None for a document without tokens."""
-    inputs = _explained_window(question, text, model=model, tokenizer=tokenizer, document_start=document_start,
-                               model_text=model_text, model_to_text=model_to_text, max_length=max_length)
+    inputs = _explained_window(
+        question,
+        text,
+        model=model,
+        tokenizer=tokenizer,
+        document_start=document_start,
+        model_text=model_text,
+        model_to_text=model_to_text,
+        max_length=max_length,
+    )
     return None if inputs is None else _layout(tokenizer, *inputs)
 
 
-def _explained_window(question: str, text: str, *, model, tokenizer, document_start: int, model_text: str | None,
-                      model_to_text, max_length: int | None) -> tuple | None:
+def _explained_window(
+    question: str,
+    text: str,
+    *,
+    model,
+    tokenizer,
+    document_start: int,
+    model_text: str | None,
+    model_to_text,
+    max_length: int | None,
+) -> tuple | None:
     """(input_ids, attention_mask, prefix length, document_start, EncodedText) of the window ``read`` read from
     ``document_start``, as :func:`_window_attention` takes them; None without tokens."""
     max_length = window_length(model, max_length)
@@ -89,21 +146,35 @@ def _explained_window(question: str, text: str, *, model, tokenizer, document_st
     return input_ids, attention_mask, len(prefix), document_start, encoded
 
 
-def _layout(tokenizer, input_ids, attention_mask, prefix_length: int, document_start: int,
-            encoded: EncodedText) -> WindowAttention:
+def _layout(
+    tokenizer, input_ids, attention_mask, prefix_length: int, document_start: int, encoded: EncodedText
+) -> WindowAttention:
     """The one window of ``input_ids`` as a WindowAttention without attentions: its tokens and their spans."""
     n = int(attention_mask[0].sum())
     n_document = n - prefix_length
-    spans = [(-1, -1)] * prefix_length + [tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]]
-    return WindowAttention(attentions=(), token_spans=spans,
-                           tokens=tokenizer.convert_ids_to_tokens(input_ids[0, :n].tolist()),
-                           question_length=prefix_length, window=0,
-                           document_tokens=(document_start, document_start + n_document))
+    spans = [(-1, -1)] * prefix_length + [
+        tuple(map(int, s)) for s in encoded.spans[document_start : document_start + n_document]
+    ]
+    return WindowAttention(
+        attentions=(),
+        token_spans=spans,
+        tokens=tokenizer.convert_ids_to_tokens(input_ids[0, :n].tolist()),
+        question_length=prefix_length,
+        window=0,
+        document_tokens=(document_start, document_start + n_document),
+    )
 
 
-def _window_attention(model, tokenizer, input_ids, attention_mask, prefix_length: int, document_start: int,
-                      encoded: EncodedText,
-                      reduce_layer: Callable[[WindowAttention, Any], Any] | None = None) -> WindowAttention | None:
+def _window_attention(
+    model,
+    tokenizer,
+    input_ids,
+    attention_mask,
+    prefix_length: int,
+    document_start: int,
+    encoded: EncodedText,
+    reduce_layer: Callable[[WindowAttention, Any], Any] | None = None,
+) -> WindowAttention | None:
     """Run the one window of ``input_ids`` again with attention weights: only a plot needs them, so readings
     never pay.
 
@@ -128,8 +199,11 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, prefix_length
     device = model_device(model)
     with torch.inference_mode():
         try:
-            out = model(input_ids=input_ids[:, :n].to(device), attention_mask=attention_mask[:, :n].to(device),
-                        output_attentions=True)
+            out = model(
+                input_ids=input_ids[:, :n].to(device),
+                attention_mask=attention_mask[:, :n].to(device),
+                output_attentions=True,
+            )
         except TypeError:  # a model without attention outputs (the baselines): the plot is optional
             return None
         finally:
@@ -140,5 +214,7 @@ def _window_attention(model, tokenizer, input_ids, attention_mask, prefix_length
     elif not out.attentions:
         return None
     else:
-        found.attentions = out.attentions if reduce_layer is None else tuple(reduce_layer(found, a) for a in out.attentions)
+        found.attentions = (
+            out.attentions if reduce_layer is None else tuple(reduce_layer(found, a) for a in out.attentions)
+        )
     return found
