@@ -88,7 +88,7 @@ def main() -> int:
                 verdict = f"fails (still running after {args.seconds:g} s)"
             still_passing += verdict.startswith("passes")
             print(
-                f"| `{name.rsplit('.', 1)[-1]}` | `{line.split('=', 1)[1].strip()}` | `{guard}` | {verdict} | "
+                f"| `{name.rsplit('.', 1)[-1]}` | `{line.split('=', 1)[1].split('#')[0].strip()}` | `{guard}` | {verdict} | "
                 f"{time.monotonic() - started:.0f} |",
                 flush=True,
             )
