@@ -87,9 +87,9 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 verdict = f"fails (still running after {args.seconds:g} s)"
             still_passing += verdict.startswith("passes")
+            raised = line.split("=", 1)[1].split("#")[0].strip()
             print(
-                f"| `{name.rsplit('.', 1)[-1]}` | `{line.split('=', 1)[1].split('#')[0].strip()}` | `{guard}` | {verdict} | "
-                f"{time.monotonic() - started:.0f} |",
+                f"| `{name.rsplit('.', 1)[-1]}` | `{raised}` | `{guard}` | {verdict} | {time.monotonic() - started:.0f} |",
                 flush=True,
             )
     print(f"\n{len(names) - still_passing} of {len(names)} raised limits turn their guard red.")
