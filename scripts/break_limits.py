@@ -89,7 +89,8 @@ def main() -> int:
             still_passing += verdict.startswith("passes")
             raised = line.split("=", 1)[1].split("#")[0].strip()
             print(
-                f"| `{name.rsplit('.', 1)[-1]}` | `{raised}` | `{guard}` | {verdict} | {time.monotonic() - started:.0f} |",
+                f"| `{name.rsplit('.', 1)[-1]}` | `{raised}` | `{guard}` | {verdict} | "
+                f"{time.monotonic() - started:.0f} |",
                 flush=True,
             )
     print(f"\n{len(names) - still_passing} of {len(names)} raised limits turn their guard red.")
