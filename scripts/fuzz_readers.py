@@ -1,4 +1,4 @@
-"""The long fuzzing run: every document reader, in turn, meets random and mutated bytes (tests/app/fuzz_support.py)
+"""The long fuzzing run: every document reader, in turn, meets random and mutated bytes (tests/support/fuzz.py)
 for the given minutes, with a new random seed each round. Prints, per format, the inputs tried, how many were read
 and refused, the slowest input's seconds, and every crash (an exception other than a refusal with a sentence,
 which hypothesis shrinks to a small input); then the process's peak memory. Exits 1 if anything crashed.
@@ -27,7 +27,7 @@ def main() -> int:
 
     from littlebird.documents import formats
     from littlebird.documents.errors import DocumentError
-    from tests.app.fuzz_support import mutated, peak_memory_mb, read_or_refuse
+    from tests.support.fuzz import mutated, peak_memory_mb, read_or_refuse
 
     tried, outcomes, slowest, crashes = Counter(), Counter(), Counter(), []
     deadline = time.monotonic() + 60 * args.minutes

@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from tests.ui_support import long_document, serve_directory, served_app, wait_for_reading, watch_readings
+from tests.support.ui import long_document, serve_directory, served_app, wait_for_reading, watch_readings
 
 DOCUMENT = (
     "<h1>International Space Station</h1>"
@@ -47,7 +47,7 @@ def test_answer_takes_a_url(client, tmp_path):
 
 
 def test_answer_takes_the_url_of_a_pdf_and_gives_the_answers_page(client, tmp_path):
-    from tests.pdf_factories import report_pdf
+    from tests.support.files import report_pdf
 
     (tmp_path / "report.pdf").write_bytes(report_pdf("en"))
     with serve_directory(tmp_path) as base:

@@ -39,8 +39,8 @@ from littlebird.reader import (
     special_ids,
     tokenize_questions,
 )
-from tests.qa_factories import model_answerable_at, qa_tokenizer
-from tests.ui_support import TEST_MODEL, serve_directory, tiny_loaded_model
+from tests.support.qa import model_answerable_at, qa_tokenizer
+from tests.support.ui import TEST_MODEL, serve_directory, tiny_loaded_model
 
 DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
 

@@ -9,7 +9,7 @@ from littlebird.documents.decode import RawDocument
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.vocabulary import TAG_TOKENS
-from tests.qa_factories import assert_linked, encode_document, qa_tokenizer
+from tests.support.qa import assert_linked, encode_document, qa_tokenizer
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 FIXTURES = ["ko_wiki_sejong.html", "en_wiki_baikal.html", "boilerplate_news.html", "cp949_jeju.html"]

@@ -14,7 +14,7 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.decode import RawDocument
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
-from tests.qa_factories import assert_linked
+from tests.support.qa import assert_linked
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 WTQ_PAGES = Path(__file__).parents[3] / "shared" / "data" / "qa" / "wtq-train-pages.jsonl.gz"

@@ -247,7 +247,7 @@ def test_a_window_summarized_layer_by_layer_holds_one_layers_weights_and_matches
     import weakref
 
     from littlebird.app.explorer.window import window_attention
-    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+    from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
     model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
     text = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 30
@@ -283,7 +283,7 @@ def test_the_explorers_float16_weights_summarize_as_float32_ones():
 
     from littlebird.app.explorer.window import window_attention
     from littlebird.modeling_littlebird import attention_weights_dtype
-    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+    from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
     model, tokenizer = tiny_model_for_tokenizer(), qa_tokenizer()
     text = "Jikji was printed with movable metal type at Heungdeoksa temple in 1377. " * 30

@@ -12,8 +12,8 @@ import pytest
 
 from littlebird.app.asking import answer_document
 from littlebird.cli import main
-from tests.pdf_factories import branch_fact, hangul_file, report_pdf, table_pdf, word_file
-from tests.ui_support import serve_directory
+from tests.support.files import branch_fact, hangul_file, report_pdf, table_pdf, word_file
+from tests.support.ui import serve_directory
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 HARBOUR = word_file(

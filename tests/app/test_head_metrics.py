@@ -14,7 +14,7 @@ from littlebird import LittleBirdAttentions
 from littlebird.app.explorer.head_metrics import METRICS, SAMPLED_BLOCKS, SHARES, head_metrics, sampled_blocks
 from littlebird.reference import bialibi_matrix, window_allowed
 from tests.app.test_figures import fake_layer
-from tests.littlebird_factories import tiny_qa_model
+from tests.support.models import tiny_qa_model
 
 
 def test_a_hand_made_attention_gives_the_hand_computed_metrics():

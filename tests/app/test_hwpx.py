@@ -17,9 +17,9 @@ from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.app.test_pdf import _refused_in_time
-from tests.pdf_factories import hangul_file, word_file, zip_bomb
-from tests.qa_factories import assert_linked
-from tests.ui_support import serve_directory
+from tests.support.files import hangul_file, word_file, zip_bomb
+from tests.support.qa import assert_linked
+from tests.support.ui import serve_directory
 
 FERRY_ROWS = [
     ("노선", "출발", "도착", "첫 배", "소요 시간"),

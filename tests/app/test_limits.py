@@ -159,7 +159,7 @@ def test_a_question_starts_no_window_after_its_time_limit(monkeypatch):
     """Each pass of the model takes (on a clock that a hook moves on) just over the default budget: a question about
     a long document reads the one window that always runs, where with no limit it reads more."""
     from littlebird.app.asking import answer_document
-    from tests.ui_support import TEST_MODEL, long_document, tiny_loaded_model
+    from tests.support.ui import TEST_MODEL, long_document, tiny_loaded_model
 
     loaded = tiny_loaded_model()
     offset = [0.0]
@@ -199,7 +199,7 @@ def test_a_file_one_byte_over_its_byte_limit_is_refused_unread(monkeypatch):
 
 
 def test_a_pdf_one_page_over_the_page_limit_is_refused():
-    from tests.pdf_factories import page_count_bomb
+    from tests.support.files import page_count_bomb
 
     pages = limit("pdf.MAX_PDF_PAGES")
     with pytest.raises(DocumentError, match=f"{pages + 1:,} pages; this app reads at most {pages:,}"):

@@ -13,7 +13,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 
 from littlebird.app.examples import load_examples
-from tests.ui_support import long_document, served_app, wait_for_reading, watch_readings
+from tests.support.ui import long_document, served_app, wait_for_reading, watch_readings
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ from littlebird.documents.pdf import read_pdf
 from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_pasted_text, read_upload
 from tests.app.test_ui_handlers import make_result
-from tests.pdf_factories import blank_page, blank_scan_pdf, branch_fact, lines_pdf, scan
+from tests.support.files import blank_page, blank_scan_pdf, branch_fact, lines_pdf, scan
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 REFUSAL_SECONDS = 10  # each bad file is refused within this

@@ -15,7 +15,7 @@ from littlebird.documents.pdf import MAX_PDF_PAGES
 from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
-from tests.pdf_factories import (
+from tests.support.files import (
     branch_fact,
     inflation_bomb,
     lines_pdf,
@@ -25,8 +25,8 @@ from tests.pdf_factories import (
     report_pdf,
     table_pdf,
 )
-from tests.qa_factories import assert_linked
-from tests.ui_support import serve_directory
+from tests.support.qa import assert_linked
+from tests.support.ui import serve_directory
 
 BAD_INPUT_SECONDS = 10  # each bad file is refused within this, the app still serving
 

@@ -15,7 +15,7 @@ from littlebird.app.qa import Answer, answer_question
 from littlebird.documents.clean import clean_document
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingOptions
-from tests.qa_factories import encode_document, qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import encode_document, qa_tokenizer, tiny_model_for_tokenizer
 
 PAGES = Path(__file__).parents[1] / "fixtures" / "pages"
 

@@ -138,7 +138,7 @@ def test_a_pack_route_that_carries_nothing_has_no_share(layers):
 
 
 def test_a_tiny_models_rollout_matches_the_reference_and_is_a_distribution():
-    from tests.littlebird_factories import tiny_qa_model
+    from tests.support.models import tiny_qa_model
 
     model = tiny_qa_model(3, block_size=16, pack_size=8)
     ids = torch.randint(5, 300, (1, 150), generator=torch.Generator().manual_seed(2))

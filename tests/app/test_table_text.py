@@ -18,7 +18,7 @@ from littlebird.table_text import (
     width,
 )
 from tests.app.test_clean import assert_tokens_round_trip
-from tests.qa_factories import assert_linked
+from tests.support.qa import assert_linked
 
 PROSE = "<p>The harbour office keeps this timetable of the island ferries for the summer season.</p>"
 

@@ -12,7 +12,7 @@ from torch.testing import assert_close
 from littlebird.app.explorer import cache, token_figure
 from littlebird.app.explorer.capture import LayerInputs, ReadingInputs, capturing, keeping_reading
 from littlebird.app.explorer.keys import token_keys
-from tests.littlebird_factories import tiny_qa_model
+from tests.support.models import tiny_qa_model
 
 N = 300  # 5 blocks of 64, the last one ragged (padded inside the model)
 TOKENS = (0, 40, 70, 130, 200, 299)  # [CLS]; blocks 0 and 1 (block 0 in the window); 2, 3 (block 0 global); the last
@@ -175,7 +175,7 @@ def test_a_reading_keeps_the_windows_it_reads_in_full_and_not_its_glimpses():
     """The reader says which passes are glimpses (``read(on_pass=...)``); the kept windows are the windows read,
     each kept whole, by its place in the reading order."""
     from littlebird.reader import GLIMPSE_ABOVE, ReadingOptions, read
-    from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+    from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
     model = tiny_model_for_tokenizer(0)
     text = "\n\n".join(f"Paragraph {i}: the bell of the town hall was cast in {1700 + i}." for i in range(120))

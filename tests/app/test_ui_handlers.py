@@ -41,8 +41,8 @@ from littlebird.documents.limits import (
 )
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import Answer, Reading, ReadingOptions, ReadingStopped
-from tests.qa_factories import qa_tokenizer
-from tests.ui_support import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
+from tests.support.qa import qa_tokenizer
+from tests.support.ui import TEST_MODEL, serve_directory, tiny_answering_model, tiny_loaded_model
 
 SHORT_DOCUMENT = (
     "<h1>Jikji</h1><p>Jikji was printed with movable metal type at Heungdeoksa temple in 1377.</p>"
@@ -692,7 +692,7 @@ def test_every_window_a_reading_keeps_gives_the_weights_of_a_pass_of_that_window
 
 def test_past_its_budget_a_reading_keeps_its_most_answerable_windows():
     from littlebird.reader import read
-    from tests.qa_factories import tiny_model_for_tokenizer
+    from tests.support.qa import tiny_model_for_tokenizer
 
     model = tiny_model_for_tokenizer(0)  # its windows' answerable logits differ
     with keeping_reading(model, budget=1) as kept:

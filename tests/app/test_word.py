@@ -12,9 +12,9 @@ from littlebird.documents.errors import DocumentError
 from littlebird.documents.fetch import fetch_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
-from tests.pdf_factories import word_file, zip_bomb
-from tests.qa_factories import assert_linked
-from tests.ui_support import serve_directory
+from tests.support.files import word_file, zip_bomb
+from tests.support.qa import assert_linked
+from tests.support.ui import serve_directory
 
 FLEET = word_file(
     "Fleet report of the harbour office",

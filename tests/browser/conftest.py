@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui_support import CHROMIUM, CHROMIUM_ARGS, served_app
+from tests.support.ui import CHROMIUM, CHROMIUM_ARGS, served_app
 
 
 @pytest.fixture(scope="module")

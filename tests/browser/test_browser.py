@@ -14,7 +14,7 @@ import pytest
 
 from littlebird.app.examples import find_example
 from littlebird.app.explorer.export import read_explorer_file
-from tests.ui_support import CHROMIUM, long_document, serve_directory, wait_for_reading, watch_readings
+from tests.support.ui import CHROMIUM, long_document, serve_directory, wait_for_reading, watch_readings
 
 README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 ANSWER_TIMEOUT_MS = 90_000  # a 5K-token document on two busy cores, plus the attention rerun

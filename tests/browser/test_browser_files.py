@@ -20,8 +20,8 @@ from littlebird.app.examples import find_example
 from littlebird.documents.page_image import ANSWER_COLOUR
 from tests.app.test_file_answers import FERRIES_KO, HARBOUR
 from tests.browser.test_browser import shown_document, wait_for_new_answer
-from tests.pdf_factories import blank_scan_pdf, branch_fact, report_pdf, scan
-from tests.ui_support import CHROMIUM, free_port
+from tests.support.files import blank_scan_pdf, branch_fact, report_pdf, scan
+from tests.support.ui import CHROMIUM, free_port
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 

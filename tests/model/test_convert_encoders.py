@@ -27,8 +27,8 @@ from littlebird.reader import read
 from littlebird.training import finetune
 from littlebird.training.loop import LOG_FILE, MODEL_DIR
 from littlebird.vocabulary import EXTRA_TOKENS
-from tests.encoder_toys import FAMILIES, write_toy_encoder
-from tests.training_toys import write_toy_data
+from tests.support.encoders import FAMILIES, write_toy_encoder
+from tests.support.training import write_toy_data
 
 KEPT = [0, 3]  # select_layers(4, 2)
 

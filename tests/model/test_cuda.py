@@ -7,7 +7,7 @@ FlexAttention needs head dimensions of at least 16 there, hence hidden 64 over 4
 import pytest
 import torch
 
-from tests.littlebird_factories import tiny_qa_model, with_backend
+from tests.support.models import tiny_qa_model, with_backend
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 SIZES = dict(hidden_size=64, intermediate_size=128)

@@ -15,7 +15,7 @@ import torch
 from littlebird.checkpoint import load_qa_model, load_tokenizer
 from littlebird.convert import main as convert_main
 from littlebird.training import export
-from tests.encoder_toys import write_toy_encoder
+from tests.support.encoders import write_toy_encoder
 
 REPO = Path(__file__).resolve().parents[2]
 CARD = REPO / "assets" / "littlebird-qa" / "README.md"

@@ -6,7 +6,7 @@ import torch
 from littlebird import inference
 from littlebird.inference import BF16Linear, optimize_for_cpu, resolve_cpu_mode
 from littlebird.modeling_littlebird import LittleBirdForQuestionAnswering
-from tests.littlebird_factories import tiny_qa_model
+from tests.support.models import tiny_qa_model
 
 
 # fp32: a copy of the model, whose kernels may still sum in another order (AVX2 CPUs do for tensors at

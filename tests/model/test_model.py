@@ -8,7 +8,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
 
 from littlebird import LittleBirdConfig, LittleBirdForQuestionAnswering, LittleBirdModel
-from tests.littlebird_factories import tiny_config, tiny_qa_model, with_backend
+from tests.support.models import tiny_config, tiny_qa_model, with_backend
 
 
 def run(model, input_ids, **kwargs):

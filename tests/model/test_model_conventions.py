@@ -6,7 +6,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from littlebird import LittleBirdForQuestionAnswering, LittleBirdModel
-from tests.littlebird_factories import tiny_config, tiny_qa_model
+from tests.support.models import tiny_config, tiny_qa_model
 
 OLD_KEYS = ("pack_layer_norm.weight", "pack_layer_norm.bias")  # the last layer's, as checkpoints before held them
 

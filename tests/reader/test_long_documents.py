@@ -13,8 +13,8 @@ from littlebird.documents.limits import DEFAULT_MAX_CHARACTERS, Limits
 from littlebird.reader import DEFAULT_MAX_LENGTH, DEFAULT_MAX_WINDOWS, ReadingOptions, encode_text, read, tokens_covered
 from littlebird.training.data import long_documents
 from littlebird.window_ranking import chunk_scores, glimpse_choice, reading_order, term_table
-from tests.qa_factories import qa_tokenizer
-from tests.ui_support import TEST_MODEL, tiny_answering_model, tiny_loaded_model
+from tests.support.qa import qa_tokenizer
+from tests.support.ui import TEST_MODEL, tiny_answering_model, tiny_loaded_model
 
 FILLER = (
     "The river valley was settled by farmers who grew wheat and barley on the terraces above the water. "

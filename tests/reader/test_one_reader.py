@@ -30,7 +30,7 @@ from littlebird.reader import (
     MIN_WINDOWS_BEFORE_STOP,
     ReadingOptions,
 )
-from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
 

@@ -19,7 +19,7 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.upload import read_pasted_text, read_upload
 from littlebird.reader import ReadingOptions
-from tests.qa_factories import assert_linked, qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import assert_linked, qa_tokenizer, tiny_model_for_tokenizer
 
 WORDS = [
     "세종",

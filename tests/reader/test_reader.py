@@ -43,7 +43,7 @@ from littlebird.reader import (
     window_starts,
 )
 from littlebird.training.teacher_model import TeacherForQuestionAnswering
-from tests.qa_factories import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
 TEXT = (
     "Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "

@@ -21,7 +21,7 @@ from littlebird.reader import (
     stop_rules,
     window_steps,
 )
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
 TEXT = (
     "Lake Baikal is a rift lake in Siberia. It is the deepest lake in the world, at 1,642 metres. "

@@ -9,8 +9,8 @@ from transformers import AutoTokenizer
 from littlebird.documents.clean import clean_document
 from littlebird.documents.decode import RawDocument
 from littlebird.reader import piece_starts, tokenize_in_pieces
-from tests.encoder_toys import FAMILIES, write_toy_encoder
-from tests.qa_factories import qa_tokenizer
+from tests.support.encoders import FAMILIES, write_toy_encoder
+from tests.support.qa import qa_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 # what a cut must not change: runs of spaces, tabs, no-break spaces, combining marks, digits, Hangul, punctuation

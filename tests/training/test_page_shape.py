@@ -14,8 +14,8 @@ from littlebird.training.data import article_documents, encode_articles, load_co
 from littlebird.training.dev_files import write_dev_files
 from littlebird.training.options import long_documents
 from littlebird.training.page_shape import Cell, page_shaped_documents, render_page, sentences, tokenize_punctuation
-from tests.qa_factories import model_answerable_at, qa_tokenizer
-from tests.training_toys import english_article, korean_article, write_toy_data
+from tests.support.qa import model_answerable_at, qa_tokenizer
+from tests.support.training import english_article, korean_article, write_toy_data
 
 SEEDS = range(40)
 

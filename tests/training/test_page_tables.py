@@ -17,7 +17,7 @@ from littlebird.training.page_tables import (
     table_question_articles,
 )
 from littlebird.training.question_forms import search_style, with_search_style
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
 SHARED_DATA = Path(__file__).parents[3] / "shared" / "data"
 

@@ -11,7 +11,7 @@ from littlebird.checkpoint import load_qa_model
 from littlebird.cli import main as littlebird
 from littlebird.training.loop import MODEL_DIR, STATE_FILE
 from littlebird.training.recipe import STAGES, load_recipe
-from tests.training_toys import write_tiny_bert, write_toy_data
+from tests.support.training import write_tiny_bert, write_toy_data
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMON = {"dev_fraction": 0.5, "batch_size": 2, "log_every": 1, "lr": 1.0e-3}

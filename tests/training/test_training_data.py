@@ -28,7 +28,7 @@ from littlebird.training.dev_files import write_dev_files
 from littlebird.training.distill import build_student
 from littlebird.training.objectives import DistillationObjective
 from littlebird.training.teacher_model import build_teacher
-from tests.training_toys import english_article, korean_article, write_tiny_bert, write_toy_data
+from tests.support.training import english_article, korean_article, write_tiny_bert, write_toy_data
 
 
 def answers_in_place(articles):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from littlebird.training.loop import LOG_FILE
-from tests.training_toys import write_tiny_bert, write_toy_data
+from tests.support.training import write_tiny_bert, write_toy_data
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from littlebird.training.mlm_model import EncoderForMaskedLM, tied_softmax_loss
 from littlebird.training.objectives import MaskedLMObjective
 from littlebird.training.options import freeze_word_embeddings
 from littlebird.training.teacher_model import ENCODER_WEIGHTS, load_teacher
-from tests.training_toys import EN_FACTS, KO_FACTS, write_tiny_bert, write_toy_data
+from tests.support.training import EN_FACTS, KO_FACTS, write_tiny_bert, write_toy_data
 
 TOY_RUN = [
     "--max-length",

