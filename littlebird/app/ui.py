@@ -45,6 +45,7 @@ from littlebird.app.explorer.target import Aim, AnswerChoice, ExplorerTarget, Wi
 from littlebird.app.explorer.token_figure import token_message
 from littlebird.app.models import DEFAULT_CHECKPOINT, CheckpointError, LoadedModel, load_model
 from littlebird.app.qa import warm_up
+from littlebird.app.turns import serve_in_turn
 from littlebird.command_options import option_fields, sliders
 from littlebird.documents import formats
 from littlebird.documents.errors import DocumentError
@@ -826,8 +827,8 @@ def build_demo(
     here, once, so the first question does not wait for it. ``reading`` sets the settings' sliders as the page
     opens and the /answer API's reading (``littlebird serve``'s flags). ``concurrency_limit`` bounds
     how many questions run the model at once (default: ``LITTLEBIRD_CONCURRENCY`` or 2;
-    the rest wait in a queue of at most ``max_queue``). ``allow_local_urls`` lets the URL
-    source fetch loopback addresses, for tests only.
+    the rest wait in a queue of at most ``max_queue``, the clients served in turn: ``app.turns``).
+    ``allow_local_urls`` lets the URL source fetch loopback addresses, for tests only.
 
     A question the page asks again, or whose client has gone, stops between the model's windows
     (``app.cancellation``).
@@ -877,4 +878,5 @@ def build_demo(
 
         demo.unload(on_leave)  # a page closed or reloaded, or an API client whose heartbeat dropped
     demo.queue(max_size=max_queue, default_concurrency_limit=limit)
+    serve_in_turn(demo)
     return demo
