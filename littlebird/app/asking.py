@@ -92,15 +92,23 @@ def run_qa(
 
 @dataclass
 class AskView:
-    """What the page shows after a question, as plain data."""
+    """What the page shows after a question, as plain data. Its HTML is made when asked for: the /answer API and
+    the command line use ``reading`` and ``document`` only, and need neither the page-wide highlighted document
+    nor a scan's answer crop."""
 
-    answer_html: str
     n_best: list[list[Any]]  # rows of app.payloads.N_BEST_HEADERS
-    document_html: str
     stats: str
     reading: Reading  # the reader's, with the app's note (app.qa.answer_question)
     document: Document
     device: str  # where the model read it
+
+    @property
+    def answer_html(self) -> str:
+        return answer_card(self.reading, self.document)
+
+    @property
+    def document_html(self) -> str:
+        return highlight_document(self.document.text, self.reading, self.document.page_starts)
 
 
 def ask(
@@ -150,9 +158,7 @@ def ask(
         reading = run_qa(document, question, loaded, settings, limits, on_pass=on_pass, **callbacks)
     report(1.0, "Done")
     return AskView(
-        answer_html=answer_card(reading, document),
         n_best=n_best_rows(reading),
-        document_html=highlight_document(document.text, reading, document.page_starts),
         stats=stats_line(reading, loaded),
         reading=reading,
         document=document,
