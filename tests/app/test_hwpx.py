@@ -17,7 +17,7 @@ from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_upload
 from tests.app.test_clean import assert_tokens_round_trip
 from tests.app.test_pdf import _refused_in_time
-from tests.support.files import hangul_file, word_file, zip_bomb
+from tests.support.files import hangul_file, hangul_section, word_file, zip_bomb
 from tests.support.qa import assert_linked
 from tests.support.ui import serve_directory
 
@@ -187,19 +187,6 @@ def test_a_hangul_file_from_a_web_address_and_by_its_bytes(tmp_path):
     assert formats.by_first_bytes(word).name == "docx"
 
 
-def _section(paragraphs: str) -> bytes:
-    """A .hwpx whose one section holds ``paragraphs`` (hp:p elements) and nothing else."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("mimetype", "application/hwp+zip", compress_type=zipfile.ZIP_STORED)
-        archive.writestr(
-            "Contents/section0.xml",
-            '<hs:sec xmlns:hs="http://www.hancom.co.kr/hwpml/2011/section" '
-            f'xmlns:hp="http://www.hancom.co.kr/hwpml/2011/paragraph">{paragraphs}</hs:sec>',
-        )
-    return buffer.getvalue()
-
-
 def _with_part(name: str, content: bytes, method: int = zipfile.ZIP_DEFLATED) -> bytes:
     """FERRIES with one part replaced."""
     buffer = io.BytesIO()
@@ -234,12 +221,12 @@ _HWP = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1016) + b"HWP Document File".
         # Under the zip-bomb bound, but more to read than a document has: 200,000 paragraphs in 9 MB of XML that packs
         # into 12 KB, and one paragraph of six million characters.
         (
-            _section("<hp:p><hp:run><hp:t>가</hp:t></hp:run></hp:p>" * 200_000),
+            hangul_section("<hp:p><hp:run><hp:t>가</hp:t></hp:run></hp:p>" * 200_000),
             "many.hwpx",
             "more than 50,000 paragraphs",
         ),
         (
-            _section(f"<hp:p><hp:run><hp:t>{'sea ' * 1_500_000}</hp:t></hp:run></hp:p>"),
+            hangul_section(f"<hp:p><hp:run><hp:t>{'sea ' * 1_500_000}</hp:t></hp:run></hp:p>"),
             "long.hwpx",
             "more than 5,000,000 characters",
         ),

@@ -242,23 +242,23 @@ def test_a_word_file_is_unzipped_up_to_its_limit_and_no_further():
 
 
 def test_a_hangul_file_is_read_up_to_its_paragraph_limit_and_no_further():
-    from tests.app.test_hwpx import _section
+    from tests.support.files import hangul_section
 
     paragraph = "<hp:p><hp:run><hp:t>가</hp:t></hp:run></hp:p>"
     paragraphs = limit("hwpx.MAX_PARAGRAPHS")
-    assert hwpx.read_hwpx(_section(paragraph * paragraphs), source="many.hwpx").text.count("가") == paragraphs
+    assert hwpx.read_hwpx(hangul_section(paragraph * paragraphs), source="many.hwpx").text.count("가") == paragraphs
     with pytest.raises(DocumentError, match=f"more than {paragraphs:,} paragraphs"):
-        hwpx.read_hwpx(_section(paragraph * (paragraphs + 1)), source="many.hwpx")
+        hwpx.read_hwpx(hangul_section(paragraph * (paragraphs + 1)), source="many.hwpx")
 
 
 def test_a_hangul_file_is_read_up_to_its_xml_limit_and_no_further():
-    from tests.app.test_hwpx import _section
+    from tests.support.files import hangul_section
 
     def section_of(size: int) -> bytes:  # a .hwpx whose section is ``size`` bytes of XML, most of it comments
-        with zipfile.ZipFile(io.BytesIO(_section(""))) as archive:
+        with zipfile.ZipFile(io.BytesIO(hangul_section(""))) as archive:
             left = size - archive.getinfo("Contents/section0.xml").file_size
         comment = "<!--" + "x" * 9993 + "-->"  # 10,000 bytes: lxml keeps no text node over 10 MB
-        return _section(comment * (left // len(comment)) + "<!--" + "x" * (left % len(comment) - 7) + "-->")
+        return hangul_section(comment * (left // len(comment)) + "<!--" + "x" * (left % len(comment) - 7) + "-->")
 
     with pytest.raises(DocumentError) as within:  # read, and refused only for holding no text
         hwpx.read_hwpx(section_of(limit("hwpx.MAX_XML_BYTES")), source="notes.hwpx")
@@ -335,30 +335,15 @@ def test_a_picture_over_the_ocr_pixel_limit_is_scaled_down_to_it():
     assert (width, height) == (4000, pixels // 4000)  # at the limit: as it is
 
 
-def _png_declaring(width: int, height: int) -> bytes:
-    """A small PNG whose header declares a grey image of ``width`` x ``height`` pixels (its data is short)."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
-        + chunk(b"IEND", b"")
-    )
-
-
 @needs_tesseract
 def test_an_image_is_decoded_up_to_its_pixel_limit_and_no_further():
+    from tests.support.files import png_declaring
+
     pixels = limit("image.MAX_IMAGE_PIXELS")
     with pytest.raises(DocumentError, match=f"at most {pixels:,} pixels"):
-        read_upload(_png_declaring(pixels + 1, 1), filename="wide.png")
+        read_upload(png_declaring(pixels + 1, 1), filename="wide.png")
     with pytest.raises(DocumentError) as within:  # at the limit: decoded, and its short data found damaged
-        read_upload(_png_declaring(pixels, 1), filename="wide.png")
+        read_upload(png_declaring(pixels, 1), filename="wide.png")
     assert "pixels" not in str(within.value)
 
 

@@ -10,8 +10,6 @@ import base64
 import io
 import json
 import re
-import struct
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -31,7 +29,7 @@ from littlebird.documents.pdf import read_pdf
 from littlebird.documents.sources import read_document
 from littlebird.documents.upload import read_pasted_text, read_upload
 from tests.app.test_ui_handlers import make_result
-from tests.support.files import blank_page, blank_scan_pdf, branch_fact, lines_pdf, scan
+from tests.support.files import blank_page, blank_scan_pdf, branch_fact, lines_pdf, png_declaring, scan
 
 CHECKPOINT = str(Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa")
 REFUSAL_SECONDS = 10  # each bad file is refused within this
@@ -74,21 +72,6 @@ def refusal(read, *args, **kwargs) -> str:
         pytest.fail(f"{read.__name__} read the file instead of refusing it")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-def png_declaring(width: int, height: int) -> bytes:
-    """A small PNG file whose header declares a grey image of ``width`` x ``height`` pixels."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
-        + chunk(b"IEND", b"")
-    )
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import functools
 import importlib.util
 import io
 import os
+import struct
 import zipfile
 import zlib
 from datetime import datetime, timezone
@@ -368,4 +369,32 @@ def hangul_file(title: str, blocks: list, *, sections: list[list] | None = None,
         )
         for name, content in parts.items():
             archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+def png_declaring(width: int, height: int) -> bytes:
+    """A small PNG file whose header declares a grey image of ``width`` x ``height`` pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 4096))
+        + chunk(b"IEND", b"")
+    )
+
+
+def hangul_section(paragraphs: str) -> bytes:
+    """A .hwpx whose one section holds ``paragraphs`` (hp:p elements) and nothing else."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("mimetype", "application/hwp+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr(
+            "Contents/section0.xml",
+            '<hs:sec xmlns:hs="http://www.hancom.co.kr/hwpml/2011/section" '
+            f'xmlns:hp="http://www.hancom.co.kr/hwpml/2011/paragraph">{paragraphs}</hs:sec>',
+        )
     return buffer.getvalue()
