@@ -45,7 +45,16 @@ from .command_options import add_options, option_fields
 from .comparison import LENGTH_BUCKETS, compare_results, length_bucket
 from .inference import cpu_mode_from_environment, cpu_mode_of
 from .language import has_hangul
-from .reader import DEFAULT_READING, Reading, ReadingOptions, default_stride, read, window_length
+from .reader import (
+    DEFAULT_NO_ANSWER_THRESHOLD,
+    DEFAULT_READING,
+    Reading,
+    ReadingOptions,
+    default_stride,
+    no_answer_threshold,
+    read,
+    window_length,
+)
 
 
 # --------------------------------------------------------------------------- metrics
@@ -297,31 +306,108 @@ def markdown_report(result_paths: list[str | Path]) -> str:
     return "\n".join(lines)
 
 
-def threshold_report(result_paths: list[str | Path], thresholds: list[float]) -> str:
-    """How often the app would say "No answer found" at each threshold, per ``--output`` file, from the
-    answerable probabilities recorded there: the trade-off behind the app's no-answer threshold (on files
-    with answers each one is a miss; on unanswerable files each one is right)."""
-    lines = [
-        "| model | data | questions | with answers | " + " | ".join(f"at {t:g}" for t in thresholds) + " |",
-        "|---|---|---:|---|" + "---:|" * len(thresholds),
-    ]
+REAL_PAGE_MARK = "page"  # dev files of real pages: dev-en-page-shaped, dev-ko-page-shaped, dev-en-page-table
+UNANSWERABLE_TOLERANCE = 2.0  # F1 points a file without answers may lose to a new threshold
+
+
+def says_no_answer(prediction: dict, threshold: float) -> bool:
+    """Whether the app says "No answer found" for a recorded prediction at ``threshold``."""
+    return not prediction["prediction"] or prediction["answerable"] < threshold
+
+
+def answered_f1(prediction: dict, threshold: float) -> float:
+    """The F1 (0-1) of what the app shows at ``threshold``: a question with an answer scores its answer's F1, and
+    0 where the app says "No answer found"; a question without one scores 1 exactly there (SQuAD 2.0's rule)."""
+    if not prediction["answers"]:
+        return float(says_no_answer(prediction, threshold))
+    return 0.0 if says_no_answer(prediction, threshold) else float(prediction["f1"])
+
+
+def _load_results(result_paths: list[str | Path]) -> list[tuple[str, dict]]:
+    results = []
     for path in result_paths:
         result = json.loads(Path(path).read_text())
         predictions = result["predictions"]
         if predictions and "answerable" not in predictions[0]:
             raise ValueError(f"{path} predates recorded answerable probabilities; evaluate it again")
-        rates = [
-            statistics.fmean(float(not p["prediction"] or p["answerable"] < t) for p in predictions)
+        results.append((Path(result["summary"]["data"]).stem, result))
+    return results
+
+
+def choose_threshold(result_paths: list[str | Path], thresholds: list[float]) -> tuple[float, str]:
+    """The no-answer threshold the dev files' results support, and why: the one at which the real-page files
+    (``REAL_PAGE_MARK`` in the name) score highest by :func:`answered_f1`, none of them lower than at the
+    threshold the results were read with, their mean higher, and every file without answers within
+    ``UNANSWERABLE_TOLERANCE`` points; else the threshold they were read with."""
+    results = _load_results(result_paths)
+    used = {r["summary"].get("no_answer_threshold", DEFAULT_NO_ANSWER_THRESHOLD) for _, r in results}
+    if len(used) != 1:
+        raise ValueError(f"the results were read with different thresholds: {sorted(used)}")
+    current = used.pop()
+
+    def f1(result: dict, t: float) -> float:
+        return 100 * statistics.fmean(answered_f1(p, t) for p in result["predictions"])
+
+    pages = [r for name, r in results if REAL_PAGE_MARK in name]
+    unanswerable = [r for _, r in results if r["predictions"] and not any(p["answers"] for p in r["predictions"])]
+    if not pages:
+        return current, "no real-page file among the results: the threshold they were read with stays"
+    best, best_mean = current, statistics.fmean(f1(r, current) for r in pages)
+    for t in thresholds:
+        page_f1 = [f1(r, t) for r in pages]
+        if any(new < f1(r, current) for new, r in zip(page_f1, pages)):
+            continue
+        if any(f1(r, t) < f1(r, current) - UNANSWERABLE_TOLERANCE for r in unanswerable):
+            continue
+        if statistics.fmean(page_f1) > best_mean:
+            best, best_mean = t, statistics.fmean(page_f1)
+    if best == current:
+        return current, f"{current:g}, the threshold the results were read with: no other raises the real-page files"
+    return best, (
+        f"{best:g}: the real-page files' mean F1 as answered rises to {best_mean:.1f}, none falls, and every file "
+        f"without answers stays within {UNANSWERABLE_TOLERANCE:g} points of {current:g}'s"
+    )
+
+
+def threshold_report(result_paths: list[str | Path], thresholds: list[float]) -> str:
+    """How often the app would say "No answer found" at each threshold, per ``--output`` file, from the
+    answerable probabilities recorded there, and the F1 of what it shows then (:func:`answered_f1`): the
+    trade-off behind the no-answer threshold (on files with answers each "no answer" is a miss; on
+    unanswerable files each one is right). The last line is :func:`choose_threshold`'s choice."""
+    results = _load_results(result_paths)
+    heads = " | ".join(f"at {t:g}" for t in thresholds)
+    lines = [
+        f"| model | data | questions | with answers | {heads} |",
+        "|---|---|---:|---|" + "---:|" * len(thresholds),
+    ]
+    for name, result in results:
+        predictions = result["predictions"]
+        cells = [
+            f"{statistics.fmean(float(says_no_answer(p, t)) for p in predictions):.1%} / "
+            f"{100 * statistics.fmean(answered_f1(p, t) for p in predictions):.1f}"
             if predictions
-            else 0.0
+            else "-"
             for t in thresholds
         ]
         answered = "yes" if any(p["answers"] for p in predictions) else "no"
         lines.append(
-            f"| {result['summary']['model']} | {Path(result['summary']['data']).stem} | {len(predictions)} | "
-            f"{answered} | " + " | ".join(f"{r:.1%}" for r in rates) + " |"
+            f"| {result['summary']['model']} | {name} | {len(predictions)} | {answered} | " + " | ".join(cells) + " |"
         )
+    lines.append("")
+    lines.append("Each cell: the share of 'No answer found' / the F1 of what the app shows (a 'no answer' scores 0 on")
+    lines.append("a question with an answer and 1 on one without).")
+    chosen, why = choose_threshold(result_paths, thresholds)
+    lines.append(f"Chosen threshold: {why}.")
     return "\n".join(lines)
+
+
+def store_threshold(model_dir: str | Path, threshold: float) -> None:
+    """Write ``threshold`` into the checkpoint's ``config.json`` as ``no_answer_threshold``: the reader's default
+    for that checkpoint (:func:`littlebird.reader.no_answer_threshold`)."""
+    path = Path(model_dir) / "config.json"
+    config = json.loads(path.read_text())
+    config["no_answer_threshold"] = threshold
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -341,7 +427,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="T",
-        help="with --report: the share of 'No answer found' per file at each no-answer threshold",
+        help="with --report: the share of 'No answer found' and the F1 of what is shown, per file at each "
+        "no-answer threshold, and the threshold the results support",
+    )
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="MODEL_DIR",
+        help="with --report and --thresholds: write the chosen threshold into MODEL_DIR/config.json",
     )
     parser.add_argument(
         "--compare",
@@ -395,6 +488,12 @@ def main(argv=None) -> dict | None:
     args = parser.parse_args(argv)
     if args.report:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
+        if args.store and args.thresholds:
+            chosen, _ = choose_threshold(args.report, args.thresholds)
+            store_threshold(args.store, chosen)
+            print(f"stored no_answer_threshold {chosen:g} in {Path(args.store) / 'config.json'}")
+        elif args.store:
+            parser.error("--store needs --report and --thresholds")
         return None
     if args.compare:
         try:
@@ -444,6 +543,7 @@ def main(argv=None) -> dict | None:
             "glimpse_keep": keep if glimpse else None,
             "cpu_mode": cpu_mode_of(model),
             "window_rule": window_rule,
+            "no_answer_threshold": no_answer_threshold(model, options),
         }
     )
     window = (

@@ -41,7 +41,7 @@ GLIMPSE_TOKENS = 128  # a glimpse's input, the question's prefix included: an ei
 TOP_K_STARTS = 10
 MAX_ANSWER_LENGTH = 30
 DEFAULT_N_BEST = 5  # answers listed
-DEFAULT_NO_ANSWER_THRESHOLD = 0.5  # below this answerable probability: "No answer found"
+DEFAULT_NO_ANSWER_THRESHOLD = 0.5  # "No answer found" below this answerable probability, for a checkpoint storing none
 CPU_MODES = ("fp32", "bf16-linear", "auto")  # littlebird.inference: the linear layers' precision on CPU
 
 
@@ -126,12 +126,14 @@ class ReadingOptions:
     n_best: int = option(DEFAULT_N_BEST, "answers returned, best first", minimum=1, slider=Slider(1, 20, 1, "n-best"))
     max_answer_length: int = option(MAX_ANSWER_LENGTH, "longest answer in tokens", minimum=1)
     top_k_starts: int = option(TOP_K_STARTS, "start positions per window whose ends are decoded", minimum=1)
-    no_answer_threshold: float = option(
-        DEFAULT_NO_ANSWER_THRESHOLD,
-        "below this answerable probability (the best window's) the reading says 'no "
-        "answer' and lists its answers as guesses",
+    no_answer_threshold: float | None = option(
+        None,
+        "below this answerable probability (the best window's) the reading says 'no answer' and lists its answers "
+        "as guesses; default: the checkpoint's own, measured on the dev files and stored in its config.json "
+        f"({DEFAULT_NO_ANSWER_THRESHOLD:g} where it stores none)",
         minimum=0.0,
         maximum=1.0,
+        none="checkpoint",
         aliases=("--threshold",),
         slider=Slider(0.0, 1.0, 0.05, "No-answer threshold"),
     )

@@ -50,7 +50,7 @@ from littlebird.command_options import option_fields, sliders
 from littlebird.documents import formats
 from littlebird.documents.errors import DocumentError
 from littlebird.documents.limits import MAX_HTML_CHARACTERS, Limits
-from littlebird.reader import DEFAULT_READING, ReadingOptions, ReadingStopped
+from littlebird.reader import DEFAULT_READING, ReadingOptions, ReadingStopped, no_answer_threshold
 from littlebird.window_ranking import term_table
 
 _DOCUMENT_CSS = """
@@ -579,6 +579,14 @@ class SettingsPanel:
         return replace(DEFAULT_READING, **{name: kinds[name](values[slider]) for name, slider in self.sliders.items()})
 
 
+def slider_value(loaded: LoadedModel, reading: ReadingOptions, name: str) -> float:
+    """What the slider of the page setting ``name`` shows for ``reading``: its value, and for a no-answer
+    threshold left to the checkpoint (None), the loaded checkpoint's own."""
+    if name == "no_answer_threshold":
+        return no_answer_threshold(loaded.model, reading)
+    return getattr(reading, name)
+
+
 def settings_panel(loaded: LoadedModel, checkpoint: str, reading: ReadingOptions) -> SettingsPanel:
     """The checkpoint box and a slider per page setting, each with its range, step, label and help from the
     declaration of :class:`ReadingOptions`, set to ``reading``."""
@@ -593,7 +601,7 @@ def settings_panel(loaded: LoadedModel, checkpoint: str, reading: ReadingOptions
                 name: gr.Slider(
                     slider.low,
                     slider.high,
-                    value=getattr(reading, name),
+                    value=slider_value(loaded, reading, name),
                     step=slider.step,
                     label=slider.label,
                     info=helps[name],
@@ -609,6 +617,7 @@ def wire_loading(
 ) -> None:
     """Loading another checkpoint: its status and warning, and an explorer emptied for its layers and heads."""
     e = explorer
+    threshold = settings.sliders["no_answer_threshold"]
 
     def on_load(path):
         try:
@@ -631,6 +640,7 @@ def wire_loading(
             e.atlas_cell_menu: gr.Dropdown(choices=[], value=None),
             e.token_plot: token_message(_NO_TOKEN_YET),
             e.rollout_plot: rollout_figure(None, new),
+            threshold: gr.Slider(value=no_answer_threshold(new.model, DEFAULT_READING)),  # the new checkpoint's
         }
 
     settings.load_button.click(
@@ -655,6 +665,7 @@ def wire_loading(
             e.atlas_cell_menu,
             e.token_plot,
             e.rollout_plot,
+            threshold,
         ],
         api_visibility="private",
         **model_events,

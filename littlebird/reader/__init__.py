@@ -70,7 +70,15 @@ from .layout import (
     window_starts,
 )
 from .lexical_prior import LexicalPrior
-from .model import ReadingModel, end_depends_on_start, max_input_length, model_device, prepare_model, window_length
+from .model import (
+    ReadingModel,
+    end_depends_on_start,
+    max_input_length,
+    model_device,
+    no_answer_threshold,
+    prepare_model,
+    window_length,
+)
 from .passes import ReadingStopped, WindowLogits, impossible_as_minus_infinity, run_windows
 from .plan import Plan, plan_windows
 from .reading import read
@@ -157,6 +165,7 @@ __all__ = [
     "max_input_length",
     "merge_candidates",
     "model_device",
+    "no_answer_threshold",
     "nothing_found",
     "piece_starts",
     "plan_windows",

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import torch
 
-from ..reading_options import ReadingOptions
+from ..reading_options import DEFAULT_NO_ANSWER_THRESHOLD, ReadingOptions
 
 
 class ReadingModel(Protocol):
@@ -46,6 +46,16 @@ def max_input_length(model: ReadingModel) -> int | None:
 def end_depends_on_start(model: ReadingModel) -> bool:
     """Whether the model's end logits are conditioned on the start (appendix A.2's head), as it says."""
     return getattr(model, "end_depends_on_start", True)
+
+
+def no_answer_threshold(model: ReadingModel | None, options: ReadingOptions) -> float:
+    """The answerable probability below which a reading says "no answer": the options' where they set one, else
+    the checkpoint's own (``no_answer_threshold`` in its config, chosen on the dev files by ``littlebird evaluate
+    --thresholds``), else ``DEFAULT_NO_ANSWER_THRESHOLD``."""
+    if options.no_answer_threshold is not None:
+        return options.no_answer_threshold
+    stored = getattr(getattr(model, "config", None), "no_answer_threshold", None)
+    return DEFAULT_NO_ANSWER_THRESHOLD if stored is None else float(stored)
 
 
 def window_length(model: ReadingModel, max_length: int | None) -> int | None:

@@ -8,7 +8,7 @@ from typing import Callable
 from ..reading_options import DEFAULT_READING, ReadingOptions
 from .decoding import Decoded, Tidy, decode
 from .full_read import read_in_full
-from .model import ReadingModel, end_depends_on_start, prepare_model
+from .model import ReadingModel, end_depends_on_start, no_answer_threshold, prepare_model
 from .passes import WindowLogits
 from .plan import Plan, plan_windows
 from .result import Reading, reading_note, window_records
@@ -102,7 +102,7 @@ def read(
         window_prior=plan.prior,
     )
     timings["decode"] = time.perf_counter() - clock
-    return _reading(plan, logits, decoded, rules, timings, options)
+    return _reading(plan, logits, decoded, rules, timings, options, no_answer_threshold(model, options))
 
 
 def _reading(
@@ -112,8 +112,10 @@ def _reading(
     rules: list[StopRule],
     timings: dict[str, float],
     options: ReadingOptions,
+    threshold: float,
 ) -> Reading:
-    """The Reading of ``plan``'s windows read (``logits``) and decoded: why it stopped, its windows and its note."""
+    """The Reading of ``plan``'s windows read (``logits``) and decoded, "no answer" below ``threshold``: why it
+    stopped, its windows and its note."""
     starts = plan.starts[: len(logits.answerable_logits)]
     left_unread = len(starts) < len(plan.order)
     stopped = why_stopped(rules, logits) if rules and left_unread else None
@@ -124,7 +126,7 @@ def _reading(
     reading = Reading(
         answers,
         answerable,
-        not answers or answerable < options.no_answer_threshold,
+        not answers or answerable < threshold,
         plan.n_tokens,
         [(s, min(s + plan.capacity, plan.n_tokens)) for s in starts],
         len(plan.prefix),

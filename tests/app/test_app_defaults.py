@@ -30,11 +30,13 @@ from littlebird.command_options import sliders
 from littlebird.documents.errors import DocumentError
 from littlebird.reader import (
     DEFAULT_MAX_LENGTH,
+    DEFAULT_NO_ANSWER_THRESHOLD,
     DEFAULT_READING,
     MAX_ANSWER_LENGTH,
     WINDOW_OVERLAP,
     ReadingOptions,
     default_stride,
+    no_answer_threshold,
     question_prefix,
     special_ids,
     tokenize_questions,
@@ -42,7 +44,7 @@ from littlebird.reader import (
 from tests.support.qa import model_answerable_at, qa_tokenizer
 from tests.support.ui import TEST_MODEL, serve_directory, tiny_loaded_model
 
-DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
+DEFAULT_THRESHOLD = DEFAULT_NO_ANSWER_THRESHOLD  # the app's with a checkpoint that stores none, as the test models
 
 PAGE_BYTES = 5_000_000  # the README: "10 s and 5 MB limits" for a fetched page
 FETCH_SECONDS = 10.0
@@ -108,11 +110,17 @@ def test_evaluate_ask_serve_and_the_sliders_show_the_page_settings_of_one_declar
     for name, slider in sliders(ReadingOptions).items():
         default, help_text = declared[name].default, declared[name].metadata["help"]
         for command, text in helps.items():
+            if default is None:  # no "(default: ...)": the help says what None means
+                assert " ".join(help_text.split()) in " ".join(text.split()), (command, name)
+                continue
             assert shown_in_help(text, "--" + name.replace("_", "-")) == (" ".join(help_text.split()), str(default)), (
                 command,
                 name,
             )
         shown = page["lb-" + name.replace("_", "-")]
+        if name == "no_answer_threshold":  # None: the checkpoint's own, which the slider shows
+            assert default is None
+            default = no_answer_threshold(tiny_loaded_model().model, DEFAULT_READING)
         assert (shown.value, shown.minimum, shown.maximum, shown.step) == (
             default,
             slider.low,
@@ -142,6 +150,27 @@ def test_the_page_and_answer_say_no_answer_below_the_default_threshold(threshold
         DEFAULT_THRESHOLD + (-0.02 if says_none else 0.02), abs=2e-3
     )
     assert payload["n_best"]  # the guesses are listed either way
+
+
+def test_a_checkpoints_stored_threshold_is_the_page_and_answers_default(tmp_path):
+    model = model_answerable_at(0.6)
+    model.config.no_answer_threshold = 0.7  # as `littlebird evaluate --thresholds ... --store` writes it
+    name = "answerable-0.6-stored-0.7"
+    models.use_model(name, model, qa_tokenizer())
+    demo = ui.build_demo(name)
+    [slider] = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lb-no-answer-threshold"]
+    assert slider.value == 0.7
+    page = ask_on_the_page(demo, SHORT_DOCUMENT, QUESTION)
+    assert "No answer found." in page["lb-answer-card"]  # 0.6 is below the checkpoint's 0.7
+    assert answer_document(SHORT_DOCUMENT, QUESTION, checkpoint=name)["no_answer"]
+    # a reading that sets its own threshold (the page's slider moved, `serve --threshold`) wins
+    asked = dataclasses.replace(DEFAULT_READING, no_answer_threshold=0.5)
+    assert not answer_document(SHORT_DOCUMENT, QUESTION, checkpoint=name, reading=asked)["no_answer"]
+    # loading another checkpoint on the page moves the slider to that one's threshold
+    on_load = {fn.name: fn for fn in demo.fns.values()}["on_load"]
+    updates = on_load.fn(TEST_MODEL)
+    [moved] = [update for block, update in updates.items() if block is slider]
+    assert moved.value == DEFAULT_NO_ANSWER_THRESHOLD
 
 
 # ---- the reader's windows ---------------------------------------------------------------------------

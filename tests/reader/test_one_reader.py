@@ -23,7 +23,7 @@ from littlebird.documents.clean import clean_document
 from littlebird.documents.upload import read_pasted_text
 from littlebird.reader import (
     DEFAULT_MAX_WINDOWS,
-    DEFAULT_READING,
+    DEFAULT_NO_ANSWER_THRESHOLD,
     GLIMPSE_KEEP,
     GLIMPSE_TOKENS,
     MIN_WINDOWS_BEFORE_GIVING_UP,
@@ -32,7 +32,7 @@ from littlebird.reader import (
 )
 from tests.support.qa import model_answerable_at, qa_tokenizer, tiny_model_for_tokenizer
 
-DEFAULT_THRESHOLD = DEFAULT_READING.no_answer_threshold  # the app's
+DEFAULT_THRESHOLD = DEFAULT_NO_ANSWER_THRESHOLD  # the app's with a checkpoint that stores none, as these
 
 CHECKPOINT = Path(__file__).resolve().parents[2] / "assets" / "littlebird-qa"
 

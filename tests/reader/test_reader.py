@@ -474,7 +474,7 @@ def test_the_teacher_reads_within_its_positions(tokenizer):
         ("max_answer_length", 0),
         ("top_k_starts", 0),
         ("no_answer_threshold", 1.5),
-        ("no_answer_threshold", None),
+        ("no_answer_threshold", -0.1),
         ("window_batch_size", 0),
         ("threads", 0),
         ("rank_windows", "yes"),

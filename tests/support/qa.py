@@ -1,6 +1,5 @@
 """The project's real tokenizer, a tiny random LittleBird QA model that fits it, and the Document invariant."""
 
-import copy
 import functools
 import math
 
@@ -28,8 +27,11 @@ def tiny_model_for_tokenizer(seed: int = 0):
 
 
 def model_answerable_at(probability: float):
-    """A copy of ``tiny_model_for_tokenizer()`` whose answerable head says ``probability`` for every window."""
-    model = copy.deepcopy(tiny_model_for_tokenizer())
+    """A fresh ``tiny_model_for_tokenizer()`` whose answerable head says ``probability`` for every window (built
+    anew, not copied: a reading with a CPU mode converts the shared one in place, and a converted model is not
+    saved)."""
+    tokenizer = qa_tokenizer()
+    model = tiny_qa_model(0, vocab_size=len(tokenizer), question_token_id=tokenizer.convert_tokens_to_ids("[QUESTION]"))
     with torch.no_grad():
         model.qa_head.answerable.weight.zero_()
         model.qa_head.answerable.bias.fill_(math.log(probability / (1 - probability)))
