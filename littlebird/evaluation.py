@@ -362,7 +362,10 @@ def choose_threshold(result_paths: list[str | Path], thresholds: list[float]) ->
         if statistics.fmean(page_f1) > best_mean:
             best, best_mean = t, statistics.fmean(page_f1)
     if best == current:
-        return current, f"{current:g}, the threshold the results were read with: no other raises the real-page files"
+        return current, (
+            f"{current:g}, the threshold the results were read with: no other raises the real-page files with every "
+            f"file without answers within {UNANSWERABLE_TOLERANCE:g} points"
+        )
     return best, (
         f"{best:g}: the real-page files' mean F1 as answered rises to {best_mean:.1f}, none falls, and every file "
         f"without answers stays within {UNANSWERABLE_TOLERANCE:g} points of {current:g}'s"
