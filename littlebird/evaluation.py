@@ -489,14 +489,14 @@ def reading_options(args: argparse.Namespace) -> ReadingOptions:
 def main(argv=None) -> dict | None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.store and not (args.report and args.thresholds):
+        parser.error("--store needs --report and --thresholds")
     if args.report:
         print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
-        if args.store and args.thresholds:
+        if args.store:
             chosen, _ = choose_threshold(args.report, args.thresholds)
             store_threshold(args.store, chosen)
             print(f"stored no_answer_threshold {chosen:g} in {Path(args.store) / 'config.json'}")
-        elif args.store:
-            parser.error("--store needs --report and --thresholds")
         return None
     if args.compare:
         try:

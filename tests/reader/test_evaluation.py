@@ -167,6 +167,8 @@ def test_the_chosen_threshold_is_stored_with_the_checkpoint_and_becomes_its_defa
         ["--report", str(pages), str(unanswerable), "--thresholds", "0.2", "0.3", "--store", str(checkpoint)]
     )
     assert f"stored no_answer_threshold 0.3 in {checkpoint / 'config.json'}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # nothing to choose from: refused, not silently ignored
+        evaluation_main(["--report", str(pages), "--store", str(checkpoint)])
     model = load_qa_model(checkpoint)
     assert no_answer_threshold(model, DEFAULT_READING) == 0.3
     assert no_answer_threshold(model, ReadingOptions(no_answer_threshold=0.6)) == 0.6  # a reading's own wins
