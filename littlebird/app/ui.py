@@ -16,6 +16,7 @@ import atexit
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -145,6 +146,7 @@ def aim_menu(target: ExplorerTarget | None) -> gr.Dropdown:
     )
 
 
+WARM_EXIT_SECONDS = 30  # the longest a stopping app waits for its warm-up, all threads together
 _STOP_WARMING = threading.Event()  # set when the process exits: the warm-up stops between windows
 
 
@@ -163,8 +165,9 @@ def _end_warming(threads: list[threading.Thread]) -> None:
     while the process tears down their libraries aborts it ("terminate called without an active exception") or
     hangs it, so a server stopped during its warm-up (Ctrl-C, a Space restarting) would not stop cleanly."""
     _STOP_WARMING.set()
+    deadline = time.monotonic() + WARM_EXIT_SECONDS
     for thread in threads:
-        thread.join(timeout=60)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 @dataclass(frozen=True)

@@ -617,6 +617,26 @@ def test_the_start_opens_the_explorer_once_and_keeps_nothing_for_the_token_view(
     assert len(CAPTURES) == 1
 
 
+def test_a_stopping_app_asks_its_warm_up_to_stop_and_waits_for_it_a_bounded_time_in_all(monkeypatch):
+    stop = threading.Event()  # set by the test's end, so no thread outlives it
+    monkeypatch.setattr(ui, "_STOP_WARMING", threading.Event())
+    monkeypatch.setattr(ui, "WARM_EXIT_SECONDS", 0.5)
+    listening = threading.Thread(target=lambda: ui._STOP_WARMING.wait(60) and None, name="warm-listening")
+    stuck = [threading.Thread(target=stop.wait, args=(60,), name=f"warm-stuck-{n}") for n in range(3)]
+    try:
+        for thread in [listening, *stuck]:
+            thread.start()
+        ui._end_warming([listening, *stuck])  # returns although three threads never end by themselves
+        assert ui._STOP_WARMING.is_set()
+        listening.join(timeout=5)
+        assert not listening.is_alive()  # a warm-up that watches the event ends
+        assert all(thread.is_alive() for thread in stuck)  # the others were not waited for past the bound
+    finally:
+        stop.set()
+        for thread in stuck:
+            thread.join(timeout=5)
+
+
 def test_the_token_view_shows_any_token_of_the_explained_window(settings):
 
     view, target = ask_as_the_page("paste", "Where was Jikji printed?", settings, pasted=SHORT_DOCUMENT)

@@ -272,7 +272,9 @@ def test_push_space_creates_the_gradio_space_and_uploads_the_folder(folder, monk
 # PYTHONPATH, no user site, no working directory on the path), recording which top-level modules the folder's
 # own code imports. After the server stops (SIGINT), it writes what it saw to the file named by argv[1].
 LAUNCHER = """
-import builtins, json, os, runpy, sys
+import builtins, faulthandler, json, os, runpy, signal, sys
+
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for every thread's stack if exit hangs
 
 folder = os.getcwd()
 sys.path.insert(0, folder)
@@ -357,11 +359,16 @@ def test_the_app_served_from_the_folder_alone_answers_and_imports_only_its_requi
             document, question["question"], api_name="/answer"
         )
         app.send_signal(signal.SIGINT)  # gradio closes its server on KeyboardInterrupt, then the launcher reports
-        app.wait(timeout=60)
+        try:
+            app.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            app.send_signal(signal.SIGUSR1)  # every thread's stack, to show what holds the exit
+            time.sleep(5)
+            raise
     except BaseException:
         reader.join(timeout=5)  # an app that exited has printed all it will
         app.poll()
-        print(f"the app (exit status {app.returncode}) printed:\n" + "".join(output[-60:]))  # shown with the failure
+        print(f"the app (exit status {app.returncode}) printed:\n" + "".join(output[-200:]))  # shown with the failure
         raise
     finally:
         if app.poll() is None:
