@@ -116,7 +116,9 @@ def average_weights(model, other_dir: str | Path, student_weight: float):
     if mine.keys() != theirs.keys() or any(mine[k].shape != theirs[k].shape for k in mine):
         raise ValueError(f"{other_dir} does not have the student's tensors: they cannot be averaged")
     averaged = {
-        name: torch.lerp(theirs[name].to(t.dtype), t, student_weight) if t.is_floating_point() else t
+        name: (theirs[name].float() + student_weight * (t.float() - theirs[name].float())).to(t.dtype)
+        if t.is_floating_point()
+        else t
         for name, t in mine.items()
     }
     model.load_state_dict(averaged)
