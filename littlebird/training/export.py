@@ -127,7 +127,9 @@ def average_weights(model, other_dir: str | Path, student_weight: float):
 
 def load_export(student_dir: str | Path, average_with: str | Path | None = None, student_weight: float = 1.0):
     """The student of ``student_dir`` and its tokenizer, its weights averaged with ``average_with``'s if given
-    (:func:`average_weights`)."""
+    (:func:`average_weights`); a ValueError for a ``student_weight`` other than 1 without ``average_with``."""
+    if average_with is None and student_weight != 1.0:
+        raise ValueError("a student weight other than 1 needs a checkpoint to average with (--average-with)")
     model, tokenizer = load_student(student_dir)
     if average_with is not None:
         average_weights(model, average_with, student_weight)

@@ -221,6 +221,9 @@ def test_an_export_can_average_the_students_weights_with_its_starting_checkpoint
         torch.testing.assert_close(written[0.0][name], theirs[name])
         torch.testing.assert_close(written[0.25][name], 0.25 * mine[name] + 0.75 * theirs[name])
 
+    with pytest.raises(ValueError, match="needs a checkpoint to average with"):  # not silently the student alone
+        export.export_compact(exports["converted"], tmp_path / "alone", student_weight=0.5)
+    assert not (tmp_path / "alone").exists()
     with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         export.export_compact(exports["converted"], tmp_path / "over", average_with=other_dir, student_weight=1.5)
     with pytest.raises(SystemExit, match="cannot be averaged"):  # another shape: the shipped checkpoint
