@@ -339,7 +339,10 @@ def choose_threshold(result_paths: list[str | Path], thresholds: list[float]) ->
     (``REAL_PAGE_MARK`` in the name) score highest by :func:`answered_f1`, none of them lower than at the
     threshold the results were read with, their mean higher, and every file without answers within
     ``UNANSWERABLE_TOLERANCE`` points; else the threshold they were read with."""
-    results = _load_results(result_paths)
+    return _choose_threshold(_load_results(result_paths), thresholds)
+
+
+def _choose_threshold(results: list[tuple[str, dict]], thresholds: list[float]) -> tuple[float, str]:
     used = {r["summary"].get("no_answer_threshold", DEFAULT_NO_ANSWER_THRESHOLD) for _, r in results}
     if len(used) != 1:
         raise ValueError(f"the results were read with different thresholds: {sorted(used)}")
@@ -377,7 +380,11 @@ def threshold_report(result_paths: list[str | Path], thresholds: list[float]) ->
     answerable probabilities recorded there, and the F1 of what it shows then (:func:`answered_f1`): the
     trade-off behind the no-answer threshold (on files with answers each "no answer" is a miss; on
     unanswerable files each one is right). The last line is :func:`choose_threshold`'s choice."""
-    results = _load_results(result_paths)
+    return _threshold_report(_load_results(result_paths), thresholds)[0]
+
+
+def _threshold_report(results: list[tuple[str, dict]], thresholds: list[float]) -> tuple[str, float]:
+    """:func:`threshold_report`'s text over results already read, and the threshold it chooses."""
     heads = " | ".join(f"at {t:g}" for t in thresholds)
     lines = [
         f"| model | data | questions | with answers | {heads} |",
@@ -399,9 +406,9 @@ def threshold_report(result_paths: list[str | Path], thresholds: list[float]) ->
     lines.append("")
     lines.append("Each cell: the share of 'No answer found' / the F1 of what the app shows (a 'no answer' scores 0 on")
     lines.append("a question with an answer and 1 on one without).")
-    chosen, why = choose_threshold(result_paths, thresholds)
+    chosen, why = _choose_threshold(results, thresholds)
     lines.append(f"Chosen threshold: {why}.")
-    return "\n".join(lines)
+    return "\n".join(lines), chosen
 
 
 def store_threshold(model_dir: str | Path, threshold: float) -> None:
@@ -492,9 +499,12 @@ def main(argv=None) -> dict | None:
     if args.store and not (args.report and args.thresholds):
         parser.error("--store needs --report and --thresholds")
     if args.report:
-        print(threshold_report(args.report, args.thresholds) if args.thresholds else markdown_report(args.report))
+        if not args.thresholds:
+            print(markdown_report(args.report))
+            return None
+        report, chosen = _threshold_report(_load_results(args.report), args.thresholds)  # each file read once
+        print(report)
         if args.store:
-            chosen, _ = choose_threshold(args.report, args.thresholds)
             store_threshold(args.store, chosen)
             print(f"stored no_answer_threshold {chosen:g} in {Path(args.store) / 'config.json'}")
         return None
