@@ -19,7 +19,7 @@ from typing import Any
 from littlebird.app.models import LoadedModel, load_model
 from littlebird.app.payloads import answer_card, api_payload, highlight_document, n_best_rows, stats_line
 from littlebird.app.qa import answer_question
-from littlebird.command_options import sliders
+from littlebird.command_options import option_fields, sliders
 from littlebird.documents.clean import Document
 from littlebird.documents.fetch import looks_like_address
 from littlebird.documents.limits import Limits
@@ -37,10 +37,11 @@ class Settings:
     reading: ReadingOptions = DEFAULT_READING
 
     def __post_init__(self):
+        may_be_none = {field.name for field, _, optional in option_fields(ReadingOptions) if optional}
         for name, slider in sliders(ReadingOptions).items():
             value = getattr(self.reading, name)
-            if value is None and name == "no_answer_threshold":
-                continue  # the checkpoint's own, which the slider shows
+            if value is None and name in may_be_none:
+                continue  # left to its source (the no-answer threshold: the checkpoint's own, which the slider shows)
             if value is None or not slider.low <= value <= slider.high:
                 raise ValueError(f"{name} must be within {slider.low:g}..{slider.high:g}, got {value}")
 

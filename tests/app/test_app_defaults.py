@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import gradio as gr
 import pytest
 
-from littlebird.app import models, ui
+from littlebird.app import asking, models, ui
 from littlebird.app.asking import answer_document
 from littlebird.app.examples import find_example
 from littlebird.cli import main as littlebird
@@ -134,6 +134,9 @@ def test_evaluate_ask_serve_and_the_sliders_show_the_page_settings_of_one_declar
     assert (values["lb-max-windows"], values["lb-n-best"]) == (20, 3)
     with pytest.raises(ValueError, match="max_windows must be within 1..64"):
         ui.build_demo(TEST_MODEL, reading=dataclasses.replace(DEFAULT_READING, max_windows=100))
+    # a setting whose declaration allows None is left to its source: the threshold to the checkpoint's own
+    left = asking.Settings(reading=dataclasses.replace(DEFAULT_READING, no_answer_threshold=None))
+    assert left.reading.no_answer_threshold is None
 
 
 # ---- the no-answer threshold ------------------------------------------------------------------------
