@@ -613,6 +613,17 @@ def _trafilatura_body(text: str):
     return result.body, result.title
 
 
+_TABLE_TAG = re.compile(r"<table\b", re.IGNORECASE)
+
+
+def _flattened_tables(text: str, body) -> bool:
+    """Whether trafilatura gave a page that holds a table as one paragraph: its fallback for a page whose main
+    content it finds too short, which runs every cell into one line and drops the headings; the plain tree of
+    :func:`_fallback_body` keeps them."""
+    children = [element for element in body if isinstance(element.tag, str)]
+    return len(children) == 1 and _local_name(children[0]) == "p" and bool(_TABLE_TAG.search(text))
+
+
 def _fallback_body(text: str):
     """A plain HTML tree without boilerplate elements, for fragments trafilatura rejects as too short."""
     try:
@@ -630,6 +641,8 @@ def _write_html(text: str, *, whole: bool = False, table_form: str = DEFAULT_TAB
         body, title = None, None
     else:
         body, title = _mediawiki_body(text) if _MEDIAWIKI.search(text) else _trafilatura_body(text)
+        if body is not None and _flattened_tables(text, body):
+            body = None
     if body is None:
         body, fallback_title = _fallback_body(text)
         title = title or fallback_title

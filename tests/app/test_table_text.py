@@ -55,6 +55,24 @@ def test_each_row_is_a_sentence_of_its_cells_after_their_headers():
         assert token not in text
 
 
+def test_a_short_page_keeps_its_table_rows_and_headings():
+    """trafilatura gives a page whose main content it finds too short as one paragraph, every cell in one run;
+    such a page is read from its own tree instead, so its rows reach the model as sentences."""
+    page = (
+        "<!DOCTYPE html><html><head><title>Island ferries</title></head><body><h2>Ferries</h2>"
+        "<p>The ferry company runs three lines.</p><table><caption>Timetable</caption>"
+        "<tr><th>Line</th><th>From</th><th>Crossing time</th></tr>"
+        "<tr><td>A</td><td>Port Elma</td><td>45 minutes</td></tr>"
+        "<tr><td>B</td><td>Northhaven</td><td>1 hour 20 minutes</td></tr></table></body></html>"
+    )
+    document = clean_document(RawDocument(page, True, "ferries.html", "utf-8"))
+    assert_linked(document)
+    assert "<h2> Ferries" in document.model_text
+    assert "<p> Timetable, Line: B; From: Northhaven; Crossing time: 1 hour 20 minutes." in document.model_text
+    assert len(document.table_rows) == 3  # the header row and both lines
+    assert "B | Northhaven | 1 hour 20 minutes" in document.text  # the page shows the table as a table
+
+
 def test_inserted_headers_map_to_no_shown_character_and_cells_to_their_own():
     document = clean_document(
         RawDocument(
