@@ -26,6 +26,9 @@ from littlebird.documents.limits import Limits
 from littlebird.documents.sources import Report, read_document, silent
 from littlebird.reader import DEFAULT_READING, Reading, ReadingOptions
 
+# The reading options whose declaration allows None: left to their source (read once, not per question).
+_MAY_BE_NONE = frozenset(field.name for field, _, optional in option_fields(ReadingOptions) if optional)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -37,10 +40,9 @@ class Settings:
     reading: ReadingOptions = DEFAULT_READING
 
     def __post_init__(self):
-        may_be_none = {field.name for field, _, optional in option_fields(ReadingOptions) if optional}
         for name, slider in sliders(ReadingOptions).items():
             value = getattr(self.reading, name)
-            if value is None and name in may_be_none:
+            if value is None and name in _MAY_BE_NONE:
                 continue  # left to its source (the no-answer threshold: the checkpoint's own, which the slider shows)
             if value is None or not slider.low <= value <= slider.high:
                 raise ValueError(f"{name} must be within {slider.low:g}..{slider.high:g}, got {value}")
