@@ -34,6 +34,7 @@ from .data import (
 from .page_shape import page_shaped_documents
 from .page_tables import load_table_articles
 from .question_forms import with_search_style
+from .table_lookups import english_lookup_articles, korean_lookup_articles
 
 
 def _question_limits(args) -> list[tuple[str, int | None]]:
@@ -240,6 +241,16 @@ class LongDataOptions(DataOptions):
     table_unanswerable_rate: float = option(
         0.05, "share of a table page's windows without the answer kept, labelled 'no answer here'"
     )
+    lookup_questions_en: int = option(
+        0,
+        "also train on this many English lookups (a row named by one or two of its cells, another cell asked) "
+        "in the tables of WikiTableQuestions' training pages",
+    )
+    lookup_questions_ko: int = option(
+        0,
+        "also train on this many Korean lookups, in tables built after a Korean article's opening "
+        "(text/kowiki-sample.jsonl.gz)",
+    )
     search_style_share: float = option(
         0.0,
         "share of the SQuAD and Korean questions typed as keyword queries "
@@ -266,8 +277,9 @@ class LongDataOptions(DataOptions):
         for name in ("page_shaped_share", "table_unanswerable_rate", "search_style_share", "negative_pair_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
-        if self.table_questions < 0:
-            raise ValueError(f"table_questions is a count of questions, got {self.table_questions}")
+        for name in ("table_questions", "lookup_questions_en", "lookup_questions_ko"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} is a count of questions, got {getattr(self, name)}")
 
 
 def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
@@ -330,6 +342,26 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
             pages,
             tokenizer,
             language="en",
+            max_length=args.max_length,
+            stride=args.max_length // 2,
+            unanswerable_rate=args.table_unanswerable_rate,
+            answer_windows_per_question=1,
+            with_sentence_ends=with_sentence_ends,
+            seed=args.seed,
+        )
+    for language, count in [("en", args.lookup_questions_en), ("ko", args.lookup_questions_ko)]:
+        if not count:
+            continue
+        # Lookups in tables, gold-labelled like the table questions: the answer's window and a share of the
+        # page's other windows as "no answer here".
+        if language == "en":
+            lookups = english_lookup_articles(args.data_dir, args.dev_fraction, count, seed=args.seed)
+        else:
+            lookups = korean_lookup_articles(args.data_dir, count, seed=args.seed)
+        features += encode_articles(
+            lookups,
+            tokenizer,
+            language=language,
             max_length=args.max_length,
             stride=args.max_length // 2,
             unanswerable_rate=args.table_unanswerable_rate,
@@ -401,6 +433,7 @@ FEATURES_FILE = "features.pt"
 # (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {
     "output_dir",
+    "anchor_dir",
     "max_minutes",
     "max_steps",
     "stop_at_step",
@@ -417,6 +450,8 @@ _NEUTRAL_DEFAULTS = {
     "page_shaped_share": 0.0,
     "table_questions": 0,
     "table_unanswerable_rate": 0.05,
+    "lookup_questions_en": 0,
+    "lookup_questions_ko": 0,
     "search_style_share": 0.0,
     "negative_pair_share": 0.0,
     "anchor_prose": False,

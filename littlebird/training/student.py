@@ -27,6 +27,11 @@ class StudentOptions(PaddingInsertionOptions, TrainableOptions, loop.LoopOptions
     """A gold-label stage's options besides its data: the student it continues, Padding Insertion, training."""
 
     student_dir: str = option(help="a saved LittleBird QA model folder")
+    anchor_dir: str | None = option(
+        None,
+        "with anchor_prose: the model whose distributions the prose windows keep (default: student_dir); a "
+        "stage that continues another's can keep the prose of the checkpoint the first one started from",
+    )
 
 
 def train_saved_student(args: StudentOptions, build_features: Callable[..., list]) -> None:
@@ -40,7 +45,11 @@ def train_saved_student(args: StudentOptions, build_features: Callable[..., list
     model = load_qa_model(args.student_dir).train()
     apply_trainable_options(model, args)
     anchored = any(feature.soft for feature in features)  # a stage with anchor_prose (the long-context stage)
-    objective = AnchoredQAObjective(model, load_qa_model(args.student_dir)) if anchored else QAObjective(model)
+    objective = (
+        AnchoredQAObjective(model, load_qa_model(args.anchor_dir or args.student_dir))
+        if anchored
+        else QAObjective(model)
+    )
     loop.train(
         objective,
         features,
