@@ -15,9 +15,10 @@ table row a sentence of its cells after their headers, :func:`littlebird.documen
   asks for one other cell, by its column's header. It is kept only where the page's model text has exactly one
   table row holding the key cells, and the asked cell once in that row.
 - **Korean**: there are no Korean pages with tables in the shared data, so each page is built: a Korean
-  Wikipedia article's opening (``text/kowiki-sample.jsonl.gz``) followed by a table of one of a few common
+  Wikipedia article's opening (``text/kowiki-sample.jsonl.gz``), a heading and a table of one of a few common
   kinds (routes, match results, town figures, election results, broadcast works, a week's schedule), its names
-  drawn from the sample's article titles and its figures at random, so that rows share key cells. The questions
+  drawn from the sample's article titles and its figures at random, so that rows share key cells, then the
+  article's next paragraphs. The questions
   are written as the English ones are, in Korean word order with the right particles.
 
 The question forms are templates: a natural question, a question naming the key columns, and a keyword query.
@@ -416,7 +417,7 @@ def _korean_names(data_dir: str | Path) -> tuple[dict[str, list[str]], list[dict
 
 
 def korean_lookup_articles(data_dir: str | Path, count: int, seed: int, per_table: int = 3) -> list[dict]:
-    """Up to ``count`` Korean lookups on built pages (a Korean article's opening and one table), as SQuAD
+    """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD
     articles over each page's model text as the app's cleaner writes it."""
     import html as html_module
 
@@ -431,15 +432,18 @@ def korean_lookup_articles(data_dir: str | Path, count: int, seed: int, per_tabl
         if total >= count:
             break
         heading, header, rows, words = korean_table(rng, names)
-        opening = [p.strip() for p in source["text"].split("\n") if len(p.strip()) > 40][:2]
+        paragraphs = [p.strip() for p in source["text"].split("\n") if len(p.strip()) > 40]
+        cut = rng.randrange(1, 3)
         cells = "".join("<tr>" + "".join(f"<td>{html_module.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
         page = (
             f"<!DOCTYPE html><html><head><title>{html_module.escape(source['title'])}</title></head><body>"
             f"<h1>{html_module.escape(source['title'])}</h1>"
-            + "".join(f"<p>{html_module.escape(p)}</p>" for p in opening)
+            + "".join(f"<p>{html_module.escape(p)}</p>" for p in paragraphs[:cut])
             + f"<h2>{heading}</h2><table><tr>"
             + "".join(f"<th>{html_module.escape(h)}</th>" for h in header)
-            + f"</tr>{cells}</table></body></html>"
+            + f"</tr>{cells}</table>"
+            + "".join(f"<p>{html_module.escape(p)}</p>" for p in paragraphs[cut : cut + 2])
+            + "</body></html>"
         )
         document = clean_document(RawDocument(page, True, f"built-{n}", "utf-8"))
         qas = []
