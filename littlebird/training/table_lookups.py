@@ -33,6 +33,7 @@ import re
 from pathlib import Path
 
 from .page_tables import TABLE_PAGES_FILE, page_html, read_table_pages, split_table_pages, value_occurrences
+from .splits import is_dev_title
 
 KOWIKI_FILE = "text/kowiki-sample.jsonl.gz"
 _MAX_CELL = 40  # longer cells are sentences, not keys or answers
@@ -172,13 +173,16 @@ def _english_question(header: list[str], row: list[str], keys: list[int], target
     return f"What is the {asked_lower} of {' with '.join(values)}?"
 
 
-def english_lookup_articles(data_dir: str | Path, dev_fraction: float, count: int, seed: int, per_table: int = 3):
-    """Up to ``count`` English lookups on the training pages of WikiTableQuestions, as SQuAD articles over each
-    cleaned page's model text."""
+def english_lookup_articles(
+    data_dir: str | Path, dev_fraction: float, count: int, seed: int, per_table: int = 3, split: str = "train"
+):
+    """Up to ``count`` English lookups on the ``split`` ("train" or "dev") pages of WikiTableQuestions' file, as
+    SQuAD articles over each cleaned page's model text."""
     from .page_tables import clean_page
 
     rng = random.Random(seed)
-    pages, _ = split_table_pages(read_table_pages(Path(data_dir) / TABLE_PAGES_FILE), dev_fraction)
+    train, dev = split_table_pages(read_table_pages(Path(data_dir) / TABLE_PAGES_FILE), dev_fraction)
+    pages = train if split == "train" else dev
     rng.shuffle(pages)
     articles, total = [], 0
     for page in pages:
@@ -416,9 +420,12 @@ def _korean_names(data_dir: str | Path) -> tuple[dict[str, list[str]], list[dict
     return {"place": places, "name": names}, articles
 
 
-def korean_lookup_articles(data_dir: str | Path, count: int, seed: int, per_table: int = 3) -> list[dict]:
-    """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD
-    articles over each page's model text as the app's cleaner writes it."""
+def korean_lookup_articles(
+    data_dir: str | Path, count: int, seed: int, per_table: int = 3, dev_fraction: float | None = None
+) -> list[dict]:
+    """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD articles over
+    each page's model text as the app's cleaner writes it; with ``dev_fraction``, only on the articles of the
+    dev split."""
     import html as html_module
 
     from ..documents.clean import clean_document
@@ -426,6 +433,8 @@ def korean_lookup_articles(data_dir: str | Path, count: int, seed: int, per_tabl
 
     rng = random.Random(seed)
     names, sources = _korean_names(data_dir)
+    if dev_fraction is not None:  # a dev file: only the articles of the dev split, by the stable title hash
+        sources = [source for source in sources if is_dev_title(source["title"], dev_fraction)]
     rng.shuffle(sources)
     articles, total = [], 0
     for n, source in enumerate(sources):

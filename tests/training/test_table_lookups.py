@@ -138,3 +138,12 @@ def test_english_lookups_sit_in_the_training_pages_tables(data_dir):
 def test_korean_lookups_sit_in_their_built_tables(data_dir):
     questions = _check(korean_lookup_articles(data_dir, 40, seed=1), 40)
     assert all(any("가" <= ch <= "힣" for ch in q["question"]) for _, q in questions)
+
+
+def test_held_out_lookups_read_only_the_dev_split(data_dir):
+    from littlebird.training.splits import is_dev_title
+
+    english = english_lookup_articles(data_dir, 0.1, 10, seed=7, split="dev")
+    korean = korean_lookup_articles(data_dir, 10, seed=7, dev_fraction=0.1)
+    assert english and korean
+    assert all(is_dev_title(article["title"], 0.1) for article in english + korean)
