@@ -251,6 +251,11 @@ class LongDataOptions(DataOptions):
         "also train on this many Korean lookups, in tables built after a Korean article's opening "
         "(text/kowiki-sample.jsonl.gz)",
     )
+    lookup_plain_share: float = option(
+        0.0,
+        "share of the Korean lookups asked by what the cell means, without its column's header "
+        "('how long does it take' for a crossing time)",
+    )
     search_style_share: float = option(
         0.0,
         "share of the SQuAD and Korean questions typed as keyword queries "
@@ -274,7 +279,8 @@ class LongDataOptions(DataOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("page_shaped_share", "table_unanswerable_rate", "search_style_share", "negative_pair_share"):
+        shares = ("page_shaped_share", "table_unanswerable_rate", "search_style_share", "negative_pair_share")
+        for name in (*shares, "lookup_plain_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
         for name in ("table_questions", "lookup_questions_en", "lookup_questions_ko"):
@@ -357,7 +363,7 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
         if language == "en":
             lookups = english_lookup_articles(args.data_dir, args.dev_fraction, count, seed=args.seed)
         else:
-            lookups = korean_lookup_articles(args.data_dir, count, seed=args.seed)
+            lookups = korean_lookup_articles(args.data_dir, count, seed=args.seed, plain_share=args.lookup_plain_share)
         features += encode_articles(
             lookups,
             tokenizer,
@@ -452,6 +458,7 @@ _NEUTRAL_DEFAULTS = {
     "table_unanswerable_rate": 0.05,
     "lookup_questions_en": 0,
     "lookup_questions_ko": 0,
+    "lookup_plain_share": 0.0,
     "search_style_share": 0.0,
     "negative_pair_share": 0.0,
     "anchor_prose": False,

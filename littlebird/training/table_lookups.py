@@ -388,10 +388,42 @@ def korean_table(rng: random.Random, names: dict[str, list[str]]) -> tuple[str, 
     return heading, [c[0] for c in columns], rows, [c[3] for c in columns]
 
 
-def _korean_question(header: list[str], row: list[str], keys: list[int], target: int, word: str, rng) -> str:
+# Questions that ask for a cell by what it means, not by its column's header: "how long does it take" for the
+# crossing time, as people ask. Each names its row with {k}: "A에서 B까지" for a route, else the key cells.
+_PLAIN = {
+    "소요 시간": ["{k} 가는 데 얼마나 걸리는가?", "{k} 얼마나 걸리는가?", "{k} 가려면 시간이 얼마나 드는가?"],
+    "요금": ["{k} 가려면 얼마를 내야 하는가?", "{k} 가는 데 드는 돈은 얼마인가?"],
+    "첫차": ["{k} 가장 먼저 떠나는 차는 몇 시인가?", "{k} 몇 시에 처음 출발하는가?"],
+    "날짜": ["{k} 경기는 언제 열렸는가?"],
+    "결과": ["{k} 경기는 어떻게 끝났는가?"],
+    "관중": ["{k} 경기에는 몇 명이 왔는가?"],
+    "인구": ["{k} 몇 명이 살았는가?"],
+    "면적": ["{k} 넓이는 얼마인가?"],
+    "학교 수": ["{k} 학교는 몇 개였는가?"],
+    "득표수": ["{k} 몇 표를 얻었는가?"],
+    "득표율": ["{k} 몇 퍼센트를 얻었는가?"],
+    "후보": ["{k} 누가 나왔는가?"],
+    "제목": ["{k} 어떤 작품에 나왔는가?"],
+    "역할": ["{k} 누구를 연기했는가?"],
+    "회차": ["{k} 몇 회까지 방송되었는가?"],
+    "시작": ["{k} 몇 시에 시작하는가?"],
+    "프로그램": ["{k} 무엇을 하는가?"],
+    "담당": ["{k} 누가 맡는가?"],
+}
+
+
+def _korean_question(
+    header: list[str], row: list[str], keys: list[int], target: int, word: str, rng, plain_share: float = 0.0
+) -> str:
+    """A Korean lookup question; with ``plain_share``, that share asks by the cell's meaning where the column
+    has such a question (:data:`_PLAIN`), without its header."""
     asked = header[target]
     values = [row[k] for k in keys]
-    if header[keys[0]] == "출발" and len(keys) == 2 and header[keys[1]] == "도착" and rng.random() < 0.5:
+    route = len(keys) == 2 and header[keys[0]] == "출발" and header[keys[1]] == "도착"
+    if plain_share and asked in _PLAIN and rng.random() < plain_share:
+        named = f"{values[0]}에서 {values[1]}까지" if route else f"{', '.join(values)}의 경우"
+        return rng.choice(_PLAIN[asked]).format(k=named)
+    if route and rng.random() < 0.5:
         return f"{values[0]}에서 {values[1]}까지 {particle(asked, '은', '는')} {word}?"
     form = rng.randrange(3)
     if form == 0:  # a keyword query
@@ -421,7 +453,12 @@ def _korean_names(data_dir: str | Path) -> tuple[dict[str, list[str]], list[dict
 
 
 def korean_lookup_articles(
-    data_dir: str | Path, count: int, seed: int, per_table: int = 3, dev_fraction: float | None = None
+    data_dir: str | Path,
+    count: int,
+    seed: int,
+    per_table: int = 3,
+    dev_fraction: float | None = None,
+    plain_share: float = 0.0,
 ) -> list[dict]:
     """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD articles over
     each page's model text as the app's cleaner writes it; with ``dev_fraction``, only on the articles of the
@@ -466,7 +503,9 @@ def korean_lookup_articles(
             qas.append(
                 {
                     "id": f"lookup-ko-{n}-{item['row']}-{item['target']}",
-                    "question": _korean_question(header, row, item["keys"], item["target"], words[item["target"]], rng),
+                    "question": _korean_question(
+                        header, row, item["keys"], item["target"], words[item["target"]], rng, plain_share
+                    ),
                     "answers": [{"text": value, "answer_start": found[0]}],
                     "table_row": found[1],
                     "keys": keys,

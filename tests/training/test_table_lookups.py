@@ -147,3 +147,16 @@ def test_held_out_lookups_read_only_the_dev_split(data_dir):
     korean = korean_lookup_articles(data_dir, 10, seed=7, dev_fraction=0.1)
     assert english and korean
     assert all(is_dev_title(article["title"], 0.1) for article in english + korean)
+
+
+def test_a_plain_korean_question_asks_by_the_cells_meaning_without_its_header():
+    from littlebird.training.table_lookups import _PLAIN, _korean_question
+
+    header = ["노선", "출발", "도착", "첫차", "소요 시간"]
+    row = ["나", "동항", "북항", "07:45", "1시간 20분"]
+    rng = random.Random(0)
+    plain = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng, plain_share=1.0) for _ in range(20)}
+    assert plain <= {template.format(k="동항에서 북항까지") for template in _PLAIN["소요 시간"]}
+    assert all("소요 시간" not in question for question in plain)
+    with_headers = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng) for _ in range(20)}
+    assert all("소요 시간" in question for question in with_headers)  # without the share, the header is named
