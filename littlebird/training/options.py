@@ -256,6 +256,12 @@ class LongDataOptions(DataOptions):
         "share of the Korean lookups asked by what the cell means, without its column's header "
         "('how long does it take' for a crossing time)",
     )
+    lookup_vehicle_share: float = option(
+        0.0,
+        "share of the Korean route tables that name their vehicle in a column's header ('첫 배') and in the "
+        "questions asked by meaning: a word of the question that also names another column must not pull the "
+        "answer there",
+    )
     search_style_share: float = option(
         0.0,
         "share of the SQuAD and Korean questions typed as keyword queries "
@@ -280,7 +286,7 @@ class LongDataOptions(DataOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         shares = ("page_shaped_share", "table_unanswerable_rate", "search_style_share", "negative_pair_share")
-        for name in (*shares, "lookup_plain_share"):
+        for name in (*shares, "lookup_plain_share", "lookup_vehicle_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} is a share between 0 and 1, got {getattr(self, name)}")
         for name in ("table_questions", "lookup_questions_en", "lookup_questions_ko"):
@@ -363,7 +369,13 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
         if language == "en":
             lookups = english_lookup_articles(args.data_dir, args.dev_fraction, count, seed=args.seed)
         else:
-            lookups = korean_lookup_articles(args.data_dir, count, seed=args.seed, plain_share=args.lookup_plain_share)
+            lookups = korean_lookup_articles(
+                args.data_dir,
+                count,
+                seed=args.seed,
+                plain_share=args.lookup_plain_share,
+                vehicle_share=args.lookup_vehicle_share,
+            )
         features += encode_articles(
             lookups,
             tokenizer,
@@ -459,6 +471,7 @@ _NEUTRAL_DEFAULTS = {
     "lookup_questions_en": 0,
     "lookup_questions_ko": 0,
     "lookup_plain_share": 0.0,
+    "lookup_vehicle_share": 0.0,
     "search_style_share": 0.0,
     "negative_pair_share": 0.0,
     "anchor_prose": False,

@@ -412,17 +412,37 @@ _PLAIN = {
 }
 
 
+# The same for a route table that names its vehicle in a column's header ("첫 배"), the question naming it too:
+# "동항에서 북항까지 가는 배는 얼마나 걸리는가" asks for the crossing time, not for the column with "배" in it.
+_PLAIN_VEHICLE = {
+    "소요 시간": ["{k} {w}를 타고 가면 얼마나 걸리는가?", "{k} 가는 {v} 시간이 얼마나 드는가?"],
+    "요금": ["{k} 가는 {v} 얼마인가?", "{k} 가는 {w} 요금은 얼마인가?"],
+    "첫": ["{k} 가는 {v} 몇 시에 처음 떠나는가?", "{k} 가는 {v} 언제 처음 출발하는가?"],
+}
+
+
 def _korean_question(
-    header: list[str], row: list[str], keys: list[int], target: int, word: str, rng, plain_share: float = 0.0
+    header: list[str],
+    row: list[str],
+    keys: list[int],
+    target: int,
+    word: str,
+    rng,
+    plain_share: float = 0.0,
+    vehicle: str | None = None,
 ) -> str:
     """A Korean lookup question; with ``plain_share``, that share asks by the cell's meaning where the column
-    has such a question (:data:`_PLAIN`), without its header."""
+    has such a question (:data:`_PLAIN`, or :data:`_PLAIN_VEHICLE` naming the table's ``vehicle``), without its
+    header."""
     asked = header[target]
     values = [row[k] for k in keys]
     route = len(keys) == 2 and header[keys[0]] == "출발" and header[keys[1]] == "도착"
-    if plain_share and asked in _PLAIN and rng.random() < plain_share:
+    plain = _PLAIN.get(asked)
+    if vehicle is not None:
+        plain = _PLAIN_VEHICLE.get("첫" if asked == f"첫 {vehicle}" else asked)
+    if plain_share and plain and rng.random() < plain_share:
         named = f"{values[0]}에서 {values[1]}까지" if route else f"{', '.join(values)}의 경우"
-        return rng.choice(_PLAIN[asked]).format(k=named)
+        return rng.choice(plain).format(k=named, v=particle(vehicle or "", "은", "는"), w=vehicle)
     if route and rng.random() < 0.5:
         return f"{values[0]}에서 {values[1]}까지 {particle(asked, '은', '는')} {word}?"
     form = rng.randrange(3)
@@ -459,10 +479,13 @@ def korean_lookup_articles(
     per_table: int = 3,
     dev_fraction: float | None = None,
     plain_share: float = 0.0,
+    vehicle_share: float = 0.0,
 ) -> list[dict]:
     """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD articles over
     each page's model text as the app's cleaner writes it; with ``dev_fraction``, only on the articles of the
-    dev split."""
+    dev split. ``plain_share`` of the questions ask by what the cell means (where its column has such a
+    question), and ``vehicle_share`` of the route tables name their vehicle ("첫 배") there and in those
+    questions."""
     import html as html_module
 
     from ..documents.clean import clean_document
@@ -478,6 +501,10 @@ def korean_lookup_articles(
         if total >= count:
             break
         heading, header, rows, words = korean_table(rng, names)
+        vehicle = None
+        if vehicle_share and "첫차" in header and rng.random() < vehicle_share:  # "첫 배": the vehicle named
+            vehicle = rng.choice(["배", "버스", "열차"])
+            header = [f"첫 {vehicle}" if name == "첫차" else name for name in header]
         paragraphs = [p.strip() for p in source["text"].split("\n") if len(p.strip()) > 40]
         cut = rng.randrange(1, 3)
         cells = "".join("<tr>" + "".join(f"<td>{html_module.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
@@ -504,7 +531,7 @@ def korean_lookup_articles(
                 {
                     "id": f"lookup-ko-{n}-{item['row']}-{item['target']}",
                     "question": _korean_question(
-                        header, row, item["keys"], item["target"], words[item["target"]], rng, plain_share
+                        header, row, item["keys"], item["target"], words[item["target"]], rng, plain_share, vehicle
                     ),
                     "answers": [{"text": value, "answer_start": found[0]}],
                     "table_row": found[1],

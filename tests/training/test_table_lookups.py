@@ -160,3 +160,27 @@ def test_a_plain_korean_question_asks_by_the_cells_meaning_without_its_header():
     assert all("소요 시간" not in question for question in plain)
     with_headers = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng) for _ in range(20)}
     assert all("소요 시간" in question for question in with_headers)  # without the share, the header is named
+
+
+def test_a_route_table_may_name_its_vehicle_in_a_header_and_in_the_question():
+    from littlebird.training.table_lookups import _korean_question
+
+    header = ["노선", "출발", "도착", "첫 배", "소요 시간"]
+    row = ["나", "동항", "북항", "07:45", "1시간 20분"]
+    rng = random.Random(1)
+    asked = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng, 1.0, "배") for _ in range(20)}
+    assert asked == {
+        "동항에서 북항까지 배를 타고 가면 얼마나 걸리는가?",
+        "동항에서 북항까지 가는 배는 시간이 얼마나 드는가?",
+    }
+    first = {_korean_question(header, row, [1, 2], 3, "언제인가", rng, 1.0, "배") for _ in range(20)}
+    assert all("배는" in question and "첫 배" not in question for question in first)
+
+
+def test_built_route_tables_name_their_vehicle_only_when_asked(data_dir):
+    plain = korean_lookup_articles(data_dir, 150, seed=2, plain_share=0.5)
+    named = korean_lookup_articles(data_dir, 150, seed=2, plain_share=0.5, vehicle_share=1.0)
+    contexts = [article["paragraphs"][0]["context"] for article in plain]
+    assert not any("첫 배" in c or "첫 버스" in c or "첫 열차" in c for c in contexts)
+    contexts = [article["paragraphs"][0]["context"] for article in named]
+    assert not any("첫차" in c for c in contexts) and any("첫 " in c for c in contexts)
