@@ -218,3 +218,31 @@ def test_a_student_with_all_the_teachers_layers_has_nothing_left_to_learn_but_th
     assert cut_scalars["hidden"] > 1e-6  # a cut student's layer 1 is the teacher's layer 2, not its layer 1
     loss.backward()
     assert student.qa_head.answerable.weight.grad is not None
+
+
+def test_a_stage_keeps_its_prose_anchored_to_anchor_dir_not_to_the_model_it_continues(tmp_path, monkeypatch):
+    """A stage that continues another's may anchor its prose windows to the checkpoint the first one started
+    from (``anchor_dir``); without it, to the model it continues."""
+    from types import SimpleNamespace
+
+    from littlebird.checkpoint import save_compact
+    from littlebird.training import student
+    from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
+
+    tokenizer = qa_tokenizer()
+    continued, anchor = tmp_path / "continued", tmp_path / "anchor"
+    save_compact(tiny_model_for_tokenizer(0), continued, tokenizer=tokenizer)
+    save_compact(tiny_model_for_tokenizer(1), anchor, tokenizer=tokenizer)
+    seen = []
+    monkeypatch.setattr(student, "cached_features", lambda args, build: [SimpleNamespace(soft=True)])
+    monkeypatch.setattr(student.loop, "train", lambda objective, *rest, **kw: seen.append(objective))
+    for anchor_dir, expected in [(str(anchor), 1), (None, 0)]:
+        args = student.StudentOptions(
+            student_dir=str(continued), anchor_dir=anchor_dir, output_dir=str(tmp_path / "out")
+        )
+        student.train_saved_student(args, build_features=None)
+        held = dict(seen[-1].anchor.named_parameters())
+        reference = dict(tiny_model_for_tokenizer(expected).named_parameters())
+        other = dict(tiny_model_for_tokenizer(1 - expected).named_parameters())
+        name = "qa_head.answerable.weight"
+        assert torch.allclose(held[name], reference[name]) and not torch.allclose(held[name], other[name])
