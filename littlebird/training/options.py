@@ -346,14 +346,13 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
             ),
             args.anchor_prose,
         )
-    if args.table_questions:
+
+    def table_page_windows(articles: list[dict], language: str = "en") -> list:
         # Whole pages: the answer's window, and a share of every other window of the page as "no answer here".
-        pages, _ = load_table_articles(args.data_dir, args.dev_fraction, "train")
-        pages = take_questions(pages, args.table_questions, seed=args.seed)
-        features += encode_articles(
-            pages,
+        return encode_articles(
+            articles,
             tokenizer,
-            language="en",
+            language=language,
             max_length=args.max_length,
             stride=args.max_length // 2,
             unanswerable_rate=args.table_unanswerable_rate,
@@ -361,11 +360,15 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
             with_sentence_ends=with_sentence_ends,
             seed=args.seed,
         )
+
+    if args.table_questions:
+        pages, _ = load_table_articles(args.data_dir, args.dev_fraction, "train")
+        pages = take_questions(pages, args.table_questions, seed=args.seed)
+        features += table_page_windows(pages)
     for language, count in [("en", args.lookup_questions_en), ("ko", args.lookup_questions_ko)]:
         if not count:
             continue
-        # Lookups in tables, gold-labelled like the table questions: the answer's window and a share of the
-        # page's other windows as "no answer here".
+        # Lookups in tables, gold-labelled and read as the table questions are.
         if language == "en":
             lookups = english_lookup_articles(args.data_dir, args.dev_fraction, count, seed=args.seed)
         else:
@@ -376,17 +379,7 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
                 plain_share=args.lookup_plain_share,
                 vehicle_share=args.lookup_vehicle_share,
             )
-        features += encode_articles(
-            lookups,
-            tokenizer,
-            language=language,
-            max_length=args.max_length,
-            stride=args.max_length // 2,
-            unanswerable_rate=args.table_unanswerable_rate,
-            answer_windows_per_question=1,
-            with_sentence_ends=with_sentence_ends,
-            seed=args.seed,
-        )
+        features += table_page_windows(lookups, language)
     return features
 
 

@@ -120,6 +120,30 @@ def locate(document, key_values: list[str], value: str) -> tuple[int, list[int]]
     return (found[0], [start, end]) if len(found) == 1 else None
 
 
+def table_lookups(document, header, rows, rng: random.Random, per_table: int, ask, id_prefix: str) -> list[dict]:
+    """The SQuAD questions of one table of ``document`` (:func:`lookups_in_table`, each kept where
+    :func:`locate` finds its answer), each worded by ``ask(row, keys, target)``, with its answer's
+    ``table_row`` and its ``keys`` (the cells naming the row)."""
+    qas = []
+    for item in lookups_in_table(header, rows, rng, per_table):
+        row = rows[item["row"]]
+        value = row[item["target"]]
+        keys = [row[k] for k in item["keys"]]
+        found = locate(document, keys, value)
+        if found is None:
+            continue
+        qas.append(
+            {
+                "id": f"{id_prefix}-{item['row']}-{item['target']}",
+                "question": ask(row, item["keys"], item["target"]),
+                "answers": [{"text": value, "answer_start": found[0]}],
+                "table_row": found[1],
+                "keys": keys,
+            }
+        )
+    return qas
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # English: the tables of WikiTableQuestions' training pages
 
@@ -194,22 +218,15 @@ def english_lookup_articles(
         document = clean_page(page)
         qas = []
         for t, (header, rows) in enumerate(tables):
-            for item in lookups_in_table(header, rows, rng, per_table):
-                row = rows[item["row"]]
-                value = row[item["target"]]
-                keys = [row[k] for k in item["keys"]]
-                found = locate(document, keys, value)
-                if found is None:
-                    continue
-                qas.append(
-                    {
-                        "id": f"lookup-en-{page['curid']}-{t}-{item['row']}-{item['target']}",
-                        "question": _english_question(header, row, item["keys"], item["target"], rng),
-                        "answers": [{"text": value, "answer_start": found[0]}],
-                        "table_row": found[1],
-                        "keys": keys,
-                    }
-                )
+            qas += table_lookups(
+                document,
+                header,
+                rows,
+                rng,
+                per_table,
+                lambda row, keys, target, header=header: _english_question(header, row, keys, target, rng),
+                f"lookup-en-{page['curid']}-{t}",
+            )
         qas = qas[: count - total]
         if qas:
             total += len(qas)
@@ -519,25 +536,17 @@ def korean_lookup_articles(
             + "</body></html>"
         )
         document = clean_document(RawDocument(page, True, f"built-{n}", "utf-8"))
-        qas = []
-        for item in lookups_in_table(header, rows, rng, per_table):
-            row = rows[item["row"]]
-            value = row[item["target"]]
-            keys = [row[k] for k in item["keys"]]
-            found = locate(document, keys, value)
-            if found is None:
-                continue
-            qas.append(
-                {
-                    "id": f"lookup-ko-{n}-{item['row']}-{item['target']}",
-                    "question": _korean_question(
-                        header, row, item["keys"], item["target"], words[item["target"]], rng, plain_share, vehicle
-                    ),
-                    "answers": [{"text": value, "answer_start": found[0]}],
-                    "table_row": found[1],
-                    "keys": keys,
-                }
-            )
+        qas = table_lookups(
+            document,
+            header,
+            rows,
+            rng,
+            per_table,
+            lambda row, keys, target: _korean_question(
+                header, row, keys, target, words[target], rng, plain_share, vehicle
+            ),
+            f"lookup-ko-{n}",
+        )
         qas = qas[: count - total]
         if qas:
             total += len(qas)
