@@ -365,11 +365,13 @@ def _cell(kind: str, rng: random.Random, names: dict[str, list[str]], used: set[
     return value
 
 
-def korean_table(rng: random.Random, names: dict[str, list[str]]) -> tuple[str, list[str], list[list[str]], list[str]]:
+def korean_table(
+    rng: random.Random, names: dict[str, list[str]], kinds: list[str] | None = None
+) -> tuple[str, list[str], list[list[str]], list[str]]:
     """(heading, header, rows, question words) of one built table: 4 to 8 rows, its key columns drawing from 2 or
     3 values each so that rows share them, every other cell different from all others. ``names`` gives the
-    cells of its "place" and "name" columns."""
-    heading, columns = rng.choice(_KINDS)
+    cells of its "place" and "name" columns; ``kinds`` (headings of :data:`_KINDS`) limits its kind."""
+    heading, columns = rng.choice([kind for kind in _KINDS if kinds is None or kind[0] in kinds])
     others = [i for i, column in enumerate(columns) if not column[2]]
     dropped = set(rng.sample(others, rng.randrange(0, min(2, len(others) - 1) + 1)))
     columns = [column for i, column in enumerate(columns) if i not in dropped]  # every key column stays
@@ -460,15 +462,19 @@ def _korean_question(
     if plain_share and plain and rng.random() < plain_share:
         named = f"{values[0]}에서 {values[1]}까지" if route else f"{', '.join(values)}의 경우"
         return rng.choice(plain).format(k=named, v=particle(vehicle or "", "은", "는"), w=vehicle)
+    # With the vehicle named, a question about another column names it too ("가는 배의 소요 시간"), so that the
+    # vehicle's word is in the questions about every column, not mostly in those about the one it heads.
+    ride = f"{vehicle} " if vehicle is not None and asked != f"첫 {vehicle}" else ""
     if route and rng.random() < 0.5:
-        return f"{values[0]}에서 {values[1]}까지 {particle(asked, '은', '는')} {word}?"
+        go = f"가는 {vehicle}의 " if ride else ""
+        return f"{values[0]}에서 {values[1]}까지 {go}{particle(asked, '은', '는')} {word}?"
     form = rng.randrange(3)
     if form == 0:  # a keyword query
-        return " ".join([*values, asked])
+        return " ".join([*values, f"{ride}{asked}"])
     if form == 1:
         conditions = ", ".join(f"{particle(header[k], '이', '가')} {row[k]}" for k in keys)
-        return f"{conditions}인 경우 {particle(asked, '은', '는')} {word}?"
-    return f"{' '.join(values)}의 {particle(asked, '은', '는')} {word}?"
+        return f"{conditions}인 경우 {ride}{particle(asked, '은', '는')} {word}?"
+    return f"{' '.join(values)}의 {ride}{particle(asked, '은', '는')} {word}?"
 
 
 _PLACE_ENDINGS = "시군구역항섬읍면동산강주"
@@ -497,12 +503,13 @@ def korean_lookup_articles(
     dev_fraction: float | None = None,
     plain_share: float = 0.0,
     vehicle_share: float = 0.0,
+    kinds: list[str] | None = None,
 ) -> list[dict]:
     """Up to ``count`` Korean lookups on built pages (a Korean article with one table), as SQuAD articles over
     each page's model text as the app's cleaner writes it; with ``dev_fraction``, only on the articles of the
     dev split. ``plain_share`` of the questions ask by what the cell means (where its column has such a
     question), and ``vehicle_share`` of the route tables name their vehicle ("첫 배") there and in those
-    questions."""
+    questions; ``kinds`` (headings of :data:`_KINDS`) limits the tables' kinds."""
     import html as html_module
 
     from ..documents.clean import clean_document
@@ -517,7 +524,7 @@ def korean_lookup_articles(
     for n, source in enumerate(sources):
         if total >= count:
             break
-        heading, header, rows, words = korean_table(rng, names)
+        heading, header, rows, words = korean_table(rng, names, kinds)
         vehicle = None
         if vehicle_share and "첫차" in header and rng.random() < vehicle_share:  # "첫 배": the vehicle named
             vehicle = rng.choice(["배", "버스", "열차"])

@@ -102,6 +102,14 @@ def test_a_built_korean_table_has_rows_that_share_keys_but_never_all_of_them():
         assert all(len(row) == len(header) for row in rows)
 
 
+def test_a_built_korean_table_keeps_to_the_kinds_asked_for():
+    rng = random.Random(4)
+    names = {"place": ["동항", "남항", "북항", "서항"], "name": ["섬마을", "바다", "등대"]}
+    headings = {korean_table(rng, names, ["운행 시간표"])[0] for _ in range(20)}
+    assert headings == {"운행 시간표"}
+    assert len({korean_table(rng, names)[0] for _ in range(60)}) > 1
+
+
 @pytest.fixture(scope="module")
 def data_dir():
     if not (SHARED_DATA / "qa" / "wtq-train-pages.jsonl.gz").exists():
@@ -175,6 +183,13 @@ def test_a_route_table_may_name_its_vehicle_in_a_header_and_in_the_question():
     }
     first = {_korean_question(header, row, [1, 2], 3, "언제인가", rng, 1.0, "배") for _ in range(20)}
     assert all("배는" in question and "첫 배" not in question for question in first)
+    # asked by headers, a question about another column names the vehicle too, one about its own column once
+    by_header = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng) for _ in range(40)}
+    with_vehicle = {_korean_question(header, row, [1, 2], 4, "얼마인가", rng, 0.0, "배") for _ in range(40)}
+    assert not any("배" in question for question in by_header)
+    assert all("배" in question and "소요 시간" in question for question in with_vehicle)
+    own = {_korean_question(header, row, [1, 2], 3, "언제인가", rng, 0.0, "배") for _ in range(40)}
+    assert all(question.count("배") == 1 and "첫 배" in question for question in own)
 
 
 def test_built_route_tables_name_their_vehicle_only_when_asked(data_dir):
