@@ -161,7 +161,8 @@ def html_tables(html: str) -> list[tuple[list[str], list[list[str]]]]:
         rows = [tr for tr in table.iter("tr") if tr.getparent() is table or tr.getparent().getparent() is table]
         if len(rows) < 4:
             continue
-        if any(int(c.get("rowspan", "1") or 1) > 1 or int(c.get("colspan", "1") or 1) > 1 for tr in rows for c in tr):
+        # a cell spanning rows or columns, or whose span is no number ("{{{rows}}}" of an unexpanded template)
+        if any((c.get(span) or "1").strip() != "1" for tr in rows for c in tr for span in ("rowspan", "colspan")):
             continue
         first = [c for c in rows[0] if c.tag in ("th", "td")]
         if not first or any(c.tag != "th" for c in first):

@@ -70,6 +70,10 @@ def test_html_tables_reads_a_plain_table_and_skips_spanning_ones():
     spanning = PAGE.replace("<td>Avon</td>", '<td rowspan="2">Avon</td>', 1)
     assert html_tables(PAGE) == [(HEADER, ROWS)]
     assert html_tables(spanning) == []
+    unexpanded = PAGE.replace("<td>Avon</td>", '<td rowspan="{{{rows}}}">Avon</td>', 1)  # a template's leftover
+    assert html_tables(unexpanded) == []
+    single = PAGE.replace("<td>Avon</td>", '<td colspan="1">Avon</td>', 1)
+    assert html_tables(single) == [(HEADER, ROWS)]
 
 
 @pytest.mark.parametrize(
