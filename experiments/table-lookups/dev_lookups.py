@@ -6,7 +6,7 @@
 - ``dev-ko-vehicle.json``: the same built route tables with their vehicle named in the first departure's header
   ("첫 배"), each question naming the vehicle too but asking for another column (the crossing time or the fare),
   in wordings no training template has ("동항에서 북항까지 가는 배는 얼마나 걸리는가?"): a question sharing a
-  word with a column it does not ask for.
+  word with a column it does not ask for; ``dev-ko-vehicle-control.json`` asks the same without the vehicle's word.
 
 Both are SQuAD files with each answer's ``table_row``, so ``littlebird evaluate`` also prints how often the best
 guess stands in the answer's row. Usage::
@@ -34,11 +34,21 @@ _VEHICLE_ASKS = {
     ],
     "fare": ["{a}에서 {b}까지 {w}표는 얼마인가?", "{a}에서 {b}까지 {w}를 타려면 얼마를 내야 하나?"],
 }
+# The control: the same questions without the vehicle's word, on the same tables.
+_CONTROL_ASKS = {
+    "duration": [
+        "{a}에서 {b}까지 가는 데는 얼마나 걸리는가?",
+        "{a}에서 {b}까지 몇 시간이 걸리나?",
+        "{a}에서 {b}까지 가면 시간이 얼마나 걸려?",
+    ],
+    "fare": ["{a}에서 {b}까지 표는 얼마인가?", "{a}에서 {b}까지 가려면 얼마를 내야 하나?"],
+}
 
 
-def vehicle_probe(data: str, count: int) -> list[dict]:
+def vehicle_probe(data: str, count: int, asks: dict[str, list[str]] = _VEHICLE_ASKS) -> list[dict]:
     """Up to ``count`` questions on built route tables that name their vehicle in the first departure's header,
-    each asking for the crossing time or the fare with the vehicle's word in it (:data:`_VEHICLE_ASKS`)."""
+    each asking for the crossing time or the fare with the vehicle's word in it (:data:`_VEHICLE_ASKS`; with
+    :data:`_CONTROL_ASKS`, the same questions without it)."""
     rng = random.Random(SEED + 1)
     articles = korean_lookup_articles(
         data,
@@ -64,7 +74,7 @@ def vehicle_probe(data: str, count: int) -> list[dict]:
             if any(re.fullmatch(r"[가-바]|[0-9]+번", key) for key in qa["keys"]):  # named by its line: no route
                 continue
             a, b = qa["keys"]
-            qas.append({**qa, "question": rng.choice(_VEHICLE_ASKS[kind]).format(a=a, b=b, w=vehicle.group(1))})
+            qas.append({**qa, "question": rng.choice(asks[kind]).format(a=a, b=b, w=vehicle.group(1))})
         if qas:
             total += len(qas)
             kept.append({"title": article["title"], "paragraphs": [{**paragraph, "qas": qas}]})
@@ -80,7 +90,13 @@ def main() -> None:
     english = english_lookup_articles(args.data, DEV_FRACTION, args.questions, seed=SEED, split="dev")
     korean = korean_lookup_articles(args.data, args.questions, seed=SEED, dev_fraction=DEV_FRACTION)
     vehicle = vehicle_probe(args.data, args.questions)
-    for name, articles in [("dev-en-lookup", english), ("dev-ko-lookup", korean), ("dev-ko-vehicle", vehicle)]:
+    control = vehicle_probe(args.data, args.questions, _CONTROL_ASKS)
+    for name, articles in [
+        ("dev-en-lookup", english),
+        ("dev-ko-lookup", korean),
+        ("dev-ko-vehicle", vehicle),
+        ("dev-ko-vehicle-control", control),
+    ]:
         questions = [q for article in articles for q in article["paragraphs"][0]["qas"]]
         two = sum(len(q["keys"]) == 2 for q in questions)
         write_squad(f"{args.output}/{name}.json", articles)
