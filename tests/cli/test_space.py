@@ -275,6 +275,9 @@ LAUNCHER = """
 import builtins, faulthandler, json, os, runpy, signal, sys
 
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for every thread's stack if exit hangs
+# A process started in the background by a shell without job control (nohup ... &) inherits SIGINT ignored, and
+# Python then installs no KeyboardInterrupt for it: the SIGINT that stops the app would be lost.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 folder = os.getcwd()
 sys.path.insert(0, folder)
