@@ -1,4 +1,4 @@
-"""Write two held-out lookup files: a row named by one or two of its cells, another cell asked.
+"""Write held-out lookup files: a row named by one or two of its cells, another cell asked.
 
 - ``dev-en-lookup.json``: lookups in the tables of WikiTableQuestions' dev pages (never trained on), written by
   the same templates as the page-tables recipe's lookups stage;
@@ -8,7 +8,7 @@
   in wordings no training template has ("동항에서 북항까지 가는 배는 얼마나 걸리는가?"): a question sharing a
   word with a column it does not ask for; ``dev-ko-vehicle-control.json`` asks the same without the vehicle's word.
 
-Both are SQuAD files with each answer's ``table_row``, so ``littlebird evaluate`` also prints how often the best
+All are SQuAD files with each answer's ``table_row``, so ``littlebird evaluate`` also prints how often the best
 guess stands in the answer's row. Usage::
 
     python experiments/table-lookups/dev_lookups.py --data ../shared/data --output runs/dev --questions 200
