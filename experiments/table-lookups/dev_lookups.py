@@ -3,10 +3,11 @@
 - ``dev-en-lookup.json``: lookups in the tables of WikiTableQuestions' dev pages (never trained on), written by
   the same templates as the page-tables recipe's lookups stage;
 - ``dev-ko-lookup.json``: lookups in tables built after the dev split's Korean articles;
-- ``dev-ko-vehicle.json``: the same built route tables with their vehicle named in the first departure's header
-  ("첫 배"), each question naming the vehicle too but asking for another column (the crossing time or the fare),
-  in wordings no training template has ("동항에서 북항까지 가는 배는 얼마나 걸리는가?"): a question sharing a
-  word with a column it does not ask for; ``dev-ko-vehicle-control.json`` asks the same without the vehicle's word.
+- ``dev-ko-vehicle.json``: route tables built after the same articles, their vehicle named in the first
+  departure's header ("첫 배"), each question naming the vehicle too but asking for another column (the crossing
+  time or the fare), in wordings no training template has ("동항에서 북항까지 가는 배는 얼마나 걸리는가?"): a
+  question sharing a word with a column it does not ask for;
+- ``dev-ko-vehicle-control.json``: the same questions without the vehicle's word.
 
 All are SQuAD files with each answer's ``table_row``, so ``littlebird evaluate`` also prints how often the best
 guess stands in the answer's row. Usage::
