@@ -189,12 +189,16 @@ class AnchoredQAObjective(nn.Module):
     start, end and answerable distributions on the same input (:func:`anchor_loss_rows`); the other rows
     learn their gold spans (:func:`qa_loss_rows`). A stage that teaches a new kind of window (table rows) marks
     the windows the model already reads well (prose) soft, so that what it knew cannot slide while it learns.
+    ``weight`` scales the soft rows' loss against the gold rows': above 1 the prose is held closer to the anchor.
     """
 
-    def __init__(self, model: nn.Module, anchor: nn.Module):
+    def __init__(self, model: nn.Module, anchor: nn.Module, weight: float = 1.0):
         super().__init__()
+        if weight <= 0:
+            raise ValueError(f"the anchor's weight must be above 0, got {weight}")
         self.model = model
         self.anchor = anchor.eval().requires_grad_(False)
+        self.weight = weight
 
     def train(self, mode: bool = True):
         super().train(mode)
@@ -223,7 +227,7 @@ class AnchoredQAObjective(nn.Module):
                 target = qa_logits(self.anchor.qa_head, anchored.last_hidden_state, mask[rows], starts[rows])
             student = QALogits(logits.start[rows], logits.end[rows], logits.answerable[rows], logits.valid[rows])
             kept = anchor_loss_rows(student, target)
-            losses = losses.float().index_put((rows,), kept.float())
+            losses = losses.float().index_put((rows,), self.weight * kept.float())
             scalars["anchor"] = kept.mean().item()
         if (~soft).any():
             scalars["gold"] = losses[~soft].mean().item()

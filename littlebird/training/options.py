@@ -440,11 +440,12 @@ def apply_trainable_options(model: nn.Module, args) -> None:
 
 
 FEATURES_FILE = "features.pt"
-# Options that only say how long to run, when to save and where: a chunk of a stage may change them
-# (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
+# Options that only say how long to run, when to save and where, or what the anchor weighs: a chunk of a stage
+# may change them (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {
     "output_dir",
     "anchor_dir",
+    "anchor_weight",
     "max_minutes",
     "max_steps",
     "stop_at_step",

@@ -32,6 +32,11 @@ class StudentOptions(PaddingInsertionOptions, TrainableOptions, loop.LoopOptions
         "with anchor_prose: the model whose distributions the prose windows keep (default: student_dir); a "
         "stage that continues another's can keep the prose of the checkpoint the first one started from",
     )
+    anchor_weight: float = option(
+        1.0,
+        "with anchor_prose: how much a prose window's distance from the anchor costs against a gold window's "
+        "loss; above 1 the prose is held closer while the gold windows are learnt",
+    )
 
 
 def train_saved_student(args: StudentOptions, build_features: Callable[..., list]) -> None:
@@ -46,7 +51,7 @@ def train_saved_student(args: StudentOptions, build_features: Callable[..., list
     apply_trainable_options(model, args)
     anchored = any(feature.soft for feature in features)  # a stage with anchor_prose (the long-context stage)
     objective = (
-        AnchoredQAObjective(model, load_qa_model(args.anchor_dir or args.student_dir))
+        AnchoredQAObjective(model, load_qa_model(args.anchor_dir or args.student_dir), args.anchor_weight)
         if anchored
         else QAObjective(model)
     )

@@ -133,6 +133,11 @@ def test_anchored_rows_keep_the_starting_distributions_and_the_others_learn_thei
         model.qa_head.start.weight.add_(torch.randn_like(model.qa_head.start.weight))
     moved, scalars = anchored(batch)
     assert scalars["anchor"] > 1e-3
+    # a heavier anchor adds (weight - 1) times the two soft rows' distance, the gold row unchanged
+    heavier, _ = AnchoredQAObjective(model, anchored.anchor, weight=3.0)(batch)
+    torch.testing.assert_close(heavier, moved + 2.0 * scalars["anchor"] * 2 / 3, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="above 0"):
+        AnchoredQAObjective(model, anchored.anchor, weight=0.0)
     moved.backward()
     assert all(p.grad is None for p in anchored.anchor.parameters())  # the anchor stays as it started
     assert model.qa_head.start.weight.grad.abs().sum() > 0
