@@ -38,6 +38,11 @@ class StudentOptions(PaddingInsertionOptions, TrainableOptions, loop.LoopOptions
         "loss; above 1 the prose is held closer while the gold windows are learnt",
     )
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.anchor_weight <= 0:  # told before the windows are built, not after
+            raise ValueError(f"anchor_weight must be above 0, got {self.anchor_weight}")
+
 
 def train_saved_student(args: StudentOptions, build_features: Callable[..., list]) -> None:
     """Train ``args.student_dir`` on ``build_features(args, tokenizer, with_sentence_ends=...)``."""

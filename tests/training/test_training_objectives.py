@@ -251,3 +251,9 @@ def test_a_stage_keeps_its_prose_anchored_to_anchor_dir_not_to_the_model_it_cont
         other = dict(tiny_model_for_tokenizer(1 - expected).named_parameters())
         name = "qa_head.answerable.weight"
         assert torch.allclose(held[name], reference[name]) and not torch.allclose(held[name], other[name])
+        assert seen[-1].weight == 1.0
+    heavier = student.StudentOptions(student_dir=str(continued), anchor_weight=2.5, output_dir=str(tmp_path / "out"))
+    student.train_saved_student(heavier, build_features=None)
+    assert seen[-1].weight == 2.5  # the stage's anchor_weight reaches the objective
+    with pytest.raises(ValueError, match="anchor_weight must be above 0"):
+        student.StudentOptions(student_dir=str(continued), anchor_weight=0, output_dir=str(tmp_path / "out"))
