@@ -440,12 +440,13 @@ def apply_trainable_options(model: nn.Module, args) -> None:
 
 
 FEATURES_FILE = "features.pt"
-# Options that only say how long to run, when to save and where, or what the anchor weighs: a chunk of a stage
-# may change them (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
+# Options that only say how long to run, when to save and where, what the anchor weighs or what dropout drops: a
+# chunk of a stage may change them (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
 _RUN_ONLY_OPTIONS = {
     "output_dir",
     "anchor_dir",
     "anchor_weight",
+    "dropout",
     "max_minutes",
     "max_steps",
     "stop_at_step",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from torch import nn
+
 from ..checkpoint import load_qa_model, load_tokenizer, save_compact
 from ..command_options import option
 from . import loop
@@ -37,11 +39,25 @@ class StudentOptions(PaddingInsertionOptions, TrainableOptions, loop.LoopOptions
         "with anchor_prose: how much a prose window's distance from the anchor costs against a gold window's "
         "loss; above 1 the prose is held closer while the gold windows are learnt",
     )
+    dropout: float | None = option(
+        None,
+        "the hidden layers' dropout while training (default: the checkpoint's own, 0.1 in the shipped one); with "
+        "anchor_prose at 0, a prose window starts at the anchor's own distributions instead of at dropout's noise",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.anchor_weight <= 0:  # told before the windows are built, not after
             raise ValueError(f"anchor_weight must be above 0, got {self.anchor_weight}")
+        if self.dropout is not None and not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be at least 0 and below 1, got {self.dropout}")
+
+
+def set_dropout(model: nn.Module, p: float) -> None:
+    """Every dropout layer of ``model`` drops ``p`` while training; its saved config keeps its own value."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = p
 
 
 def train_saved_student(args: StudentOptions, build_features: Callable[..., list]) -> None:
@@ -54,6 +70,8 @@ def train_saved_student(args: StudentOptions, build_features: Callable[..., list
         return
     model = load_qa_model(args.student_dir).train()
     apply_trainable_options(model, args)
+    if args.dropout is not None:
+        set_dropout(model, args.dropout)
     anchored = any(feature.soft for feature in features)  # a stage with anchor_prose (the long-context stage)
     objective = (
         AnchoredQAObjective(model, load_qa_model(args.anchor_dir or args.student_dir), args.anchor_weight)

@@ -257,3 +257,40 @@ def test_a_stage_keeps_its_prose_anchored_to_anchor_dir_not_to_the_model_it_cont
     assert seen[-1].weight == 2.5  # the stage's anchor_weight reaches the objective
     with pytest.raises(ValueError, match="anchor_weight must be above 0"):
         student.StudentOptions(student_dir=str(continued), anchor_weight=0, output_dir=str(tmp_path / "out"))
+
+
+def test_a_stage_without_dropout_starts_its_prose_windows_at_the_anchors_own_distributions(tmp_path, monkeypatch):
+    """``dropout: 0`` turns the student's dropout off while it trains: its first prose windows then cost nothing
+    against the anchor, where with the checkpoint's own dropout they cost dropout's noise."""
+    from types import SimpleNamespace
+
+    from littlebird.checkpoint import save_compact
+    from littlebird.training import student
+    from tests.support.qa import qa_tokenizer, tiny_model_for_tokenizer
+
+    model = tiny_model_for_tokenizer(0)
+    model.config.hidden_dropout_prob = 0.3
+    start = tmp_path / "start"
+    save_compact(model, start, tokenizer=qa_tokenizer())
+    seen = []
+    monkeypatch.setattr(student, "cached_features", lambda args, build: [SimpleNamespace(soft=True)])
+    monkeypatch.setattr(student.loop, "train", lambda objective, *rest, **kw: seen.append(objective))
+    ids = torch.randint(3, 300, (2, 130))
+    batch = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "start_positions": torch.tensor([5, 0]),
+        "end_positions": torch.tensor([7, 0]),
+        "soft": torch.tensor([True, True]),
+    }
+    kl = {}
+    for dropout in (None, 0.0):
+        args = student.StudentOptions(student_dir=str(start), dropout=dropout, output_dir=str(tmp_path / "out"))
+        student.train_saved_student(args, build_features=None)
+        objective = seen[-1].train()
+        torch.manual_seed(0)
+        kl[dropout] = objective(batch)[1]["anchor"]
+    assert kl[0.0] < 1e-6 < kl[None]  # the checkpoint's own dropout (0.3) is noise the anchor does not have
+    assert seen[-1].model.config.hidden_dropout_prob == 0.3  # what the stage saves keeps the checkpoint's value
+    with pytest.raises(ValueError, match="dropout must be at least 0 and below 1"):
+        student.StudentOptions(student_dir=str(start), dropout=1.0, output_dir=str(tmp_path / "out"))
