@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from ..checkpoint import load_qa_model, load_tokenizer, save_compact
-from ..command_options import option
+from ..command_options import check_options, option
 from . import loop
 from .objectives import AnchoredQAObjective, QAObjective
 from .options import (
@@ -38,19 +38,19 @@ class StudentOptions(PaddingInsertionOptions, TrainableOptions, loop.LoopOptions
         1.0,
         "with anchor_prose: how much a prose window's distance from the anchor costs against a gold window's "
         "loss; above 1 the prose is held closer while the gold windows are learnt",
+        above=0.0,
     )
     dropout: float | None = option(
         None,
         "the hidden layers' dropout while training (default: the checkpoint's own, 0.1 in the shipped one); with "
         "anchor_prose at 0, a prose window starts at the anchor's own distributions instead of at dropout's noise",
+        minimum=0.0,
+        below=1.0,
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.anchor_weight <= 0:  # told before the windows are built, not after
-            raise ValueError(f"anchor_weight must be above 0, got {self.anchor_weight}")
-        if self.dropout is not None and not 0 <= self.dropout < 1:
-            raise ValueError(f"dropout must be at least 0 and below 1, got {self.dropout}")
+        check_options(self)  # told before the windows are built, not after
 
 
 def set_dropout(model: nn.Module, p: float) -> None:

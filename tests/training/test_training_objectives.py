@@ -25,6 +25,19 @@ from littlebird.training.objectives import (
 from tests.support.models import tiny_qa_model
 
 
+def qa_batch(ids: torch.Tensor, starts: list[int], ends: list[int], soft: list[bool] | None = None) -> dict:
+    """A batch of windows ``ids`` with gold spans (and, given ``soft``, the rows the anchor holds)."""
+    batch = {
+        "input_ids": ids,
+        "attention_mask": torch.ones_like(ids),
+        "start_positions": torch.tensor(starts),
+        "end_positions": torch.tensor(ends),
+    }
+    if soft is not None:
+        batch["soft"] = torch.tensor(soft)
+    return batch
+
+
 def test_window_visibility_is_the_blocked_pattern():
     seen = window_visibility(8, 2, torch.ones(1, 8, dtype=torch.bool))[0, 0]
     # query 6 is in block 3 (b = 2): it sees block 0, blocks 2 and 3, not block 1
@@ -105,13 +118,7 @@ def test_anchored_rows_keep_the_starting_distributions_and_the_others_learn_thei
     model = tiny_qa_model().eval()  # no dropout: the same weights give the anchor's distributions exactly
     anchored = AnchoredQAObjective(model, copy.deepcopy(model))
     ids = torch.randint(3, 300, (3, 20))
-    batch = {
-        "input_ids": ids,
-        "attention_mask": torch.ones_like(ids),
-        "start_positions": torch.tensor([3, 0, 4]),
-        "end_positions": torch.tensor([5, 0, 6]),
-        "soft": torch.tensor([True, False, True]),
-    }
+    batch = qa_batch(ids, [3, 0, 4], [5, 0, 6], soft=[True, False, True])
     loss, scalars = anchored(batch)
     hidden = model.littlebird(ids, return_dict=True).last_hidden_state
     gold = qa_loss_rows(
@@ -206,12 +213,7 @@ def test_a_student_with_all_the_teachers_layers_has_nothing_left_to_learn_but_th
         student, teacher, [0, 1, 2], attention_weight=0.0, answerable_weight=1.0, hidden_weight=1.0
     )
     ids = torch.randint(3, 300, (2, 130))
-    batch = {
-        "input_ids": ids,
-        "attention_mask": torch.ones_like(ids),
-        "start_positions": torch.tensor([5, 0]),
-        "end_positions": torch.tensor([7, 0]),
-    }
+    batch = qa_batch(ids, [5, 0], [7, 0])
     loss, scalars = objective(batch)
     assert scalars["soft"] < 1e-5 and scalars["hidden"] < 1e-10
     with torch.no_grad():  # the answerable loss is then the teacher's own entropy
@@ -276,13 +278,7 @@ def test_a_stage_without_dropout_starts_its_prose_windows_at_the_anchors_own_dis
     monkeypatch.setattr(student, "cached_features", lambda args, build: [SimpleNamespace(soft=True)])
     monkeypatch.setattr(student.loop, "train", lambda objective, *rest, **kw: seen.append(objective))
     ids = torch.randint(3, 300, (2, 130))
-    batch = {
-        "input_ids": ids,
-        "attention_mask": torch.ones_like(ids),
-        "start_positions": torch.tensor([5, 0]),
-        "end_positions": torch.tensor([7, 0]),
-        "soft": torch.tensor([True, True]),
-    }
+    batch = qa_batch(ids, [5, 0], [7, 0], soft=[True, True])
     kl = {}
     for dropout in (None, 0.0):
         args = student.StudentOptions(student_dir=str(start), dropout=dropout, output_dir=str(tmp_path / "out"))
@@ -292,5 +288,5 @@ def test_a_stage_without_dropout_starts_its_prose_windows_at_the_anchors_own_dis
         kl[dropout] = objective(batch)[1]["anchor"]
     assert kl[0.0] < 1e-6 < kl[None]  # the checkpoint's own dropout (0.3) is noise the anchor does not have
     assert seen[-1].model.config.hidden_dropout_prob == 0.3  # what the stage saves keeps the checkpoint's value
-    with pytest.raises(ValueError, match="dropout must be at least 0 and below 1"):
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\)"):
         student.StudentOptions(student_dir=str(start), dropout=1.0, output_dir=str(tmp_path / "out"))
