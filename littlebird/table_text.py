@@ -20,8 +20,14 @@ The forms (:data:`TABLE_FORMS`) are the ones measured on the dev files (``docs/e
 - ``tags``: ``<table> <tr> <th> Date <th> Opponent <tr> <td> October 17 <td> Michigan``;
 - ``header-tags``: the same rows with each cell after its header, ``<tr> <td> Date: October 17 <td> ...``;
 - ``rows``: one paragraph a row, no cell tags, ``<p> Date: October 17; Opponent: Michigan.``;
-- ``named-rows`` (the default, which reads best): ``rows`` with the table's name (its caption, the heading
-  above it, or its title row) before each row, ``<p> Schedule, Date: October 17; Opponent: Michigan.``
+- ``named-rows``: ``rows`` with the table's name (its caption, the heading above it, or its title row) before
+  each row, ``<p> Schedule, Date: October 17; Opponent: Michigan.``
+- ``ranked-rows`` (the default, which reads best): ``named-rows``, then units that say which row holds each
+  number column's highest and lowest value and which comes first and last, by the row's key cell (the first
+  column of words): ``<p> Schedule, highest, most Attendance: Nebraska, 60,160; lowest, least ...``. Their
+  cells are the table's own written again, so an answer there is still a span of the shown table. Most
+  questions about a table compare its rows ("which game had the most attendance?"), which an extractive
+  reader cannot do by reading the rows one by one.
 
 Two-cell rows without column headers (an infobox, a key-value list) become ``<p> Born: June 5, 1950.``,
 and a row whose one cell spans the table (a section row) a paragraph of its own.
@@ -33,12 +39,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows")
-DEFAULT_TABLE_FORM = "named-rows"  # docs/evaluation.md: the best F1 on real pages' tables
+TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows", "ranked-rows")
+DEFAULT_TABLE_FORM = "ranked-rows"  # docs/evaluation.md: the best F1 on real pages' tables
 
 MAX_LABEL_WORDS = 6  # a header is repeated on every row: long ones are cut to their first words ...
 MAX_LABEL_CHARACTERS = 40  # ... and characters
-MAX_NAME_WORDS = 8  # a table's name before every row (``named-rows``), cut the same way
+MAX_NAME_WORDS = 8  # a table's name before every row (``named-rows``, ``ranked-rows``), cut the same way
 MIN_HEADER_COLUMNS = 3  # a first row of <td> labels counts as a header only in a table this wide
 MAX_GUESSED_LABEL_WORDS = 5  # ... whose first-row cells are each this short
 MAX_COLSPAN = 64  # spans are attributes anyone can write: a cell covers at most this many columns ...
@@ -229,7 +235,9 @@ def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, n
             pieces.append(Piece("cell", slot=slot))
         return pieces
     pieces = [Piece("tag", "<p>")]
-    if form == "named-rows" and name:  # every row, a section or title row too (measured: docs/evaluation.md)
+    if (
+        form in ("named-rows", "ranked-rows") and name
+    ):  # every row, a section or title row too (measured: docs/evaluation.md)
         pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
     key_value = not any(headers.labels) and len(filled) == 2
     for index, slot in enumerate(filled):
@@ -258,8 +266,115 @@ def header_plan(row: Sequence[Slot], form: str) -> list[Piece]:
     return pieces
 
 
-def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -> list[tuple[bool, list[Piece]]]:
-    """Every row of a table in ``form``: ``(is_header, pieces)``. A header row is written once as it stands
+MIN_RANKED_ROWS = 3  # a column is ranked only in a table with this many data rows ...
+MIN_NUMBER_SHARE = 0.7  # ... whose filled cells are numbers at least this often
+MAX_RANKED_COLUMNS = 8  # at most this many columns' extremes per table
+_FOOTNOTE = re.compile(r"\[[^\]]{0,8}\]")
+_NUMBER_CELL = re.compile(  # a sign, digits with separators, minutes:seconds, then one unit (m, metres, %, 분)
+    r"^[^\d+\-−–]{0,3}([+\-−–]?)(\d[\d,\u00a0\u202f]*(?:\.\d+)?)(?::(\d{1,2}(?:\.\d+)?))?"
+    r"\s*(?:[%°'\"″′]|[A-Za-z]{1,10}\.?|[\uac00-\ud7a3]{1,3})?$"
+)
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def cell_number(text: str) -> float | None:
+    """The number a cell holds ("60,160", "12.87", "1:45.30" as seconds, "$3.5", "45%", "+3", "109 m"), or None."""
+    text = _FOOTNOTE.sub("", plain(text))
+    match = _NUMBER_CELL.match(text)
+    if not match:
+        return None
+    sign, whole, seconds = match.groups()
+    digits = whole.replace(",", "").replace("\u00a0", "").replace("\u202f", "")
+    try:
+        value = float(digits)
+    except ValueError:
+        return None
+    if seconds is not None:
+        value = value * 60 + float(seconds)
+    return -value if sign and sign not in "+" else value
+
+
+RANK_WORDS = {
+    "en": ("highest, most", "lowest, least", "first", "last"),
+    "ko": ("가장 높은, 가장 많은", "가장 낮은, 가장 적은", "첫째", "마지막"),
+}
+
+
+def _ranked_table(rows: Sequence[tuple[Sequence[Slot], Headers]], n_columns: int):
+    """The data rows (two filled cells or more, under column headers) as ``{column: slot}``, the key column (the
+    first of words whose cells differ) and each number column's ``(value, row index)`` pairs; None without a key."""
+    data = [(row, headers) for row, headers in rows if len(_filled(row)) > 1 and any(headers.labels)]
+    if len(data) < MIN_RANKED_ROWS:
+        return None
+    by_column = [{slot.column: slot for slot in _filled(row) if slot.width == 1} for row, _ in data]
+    numbers: dict[int, list[tuple[float, int]]] = {}
+    key = None
+    for column in range(n_columns):
+        cells = [(index, cells[column]) for index, cells in enumerate(by_column) if column in cells]
+        if len(cells) < MIN_RANKED_ROWS:
+            continue
+        parsed = [(cell_number(slot.cell.text), index) for index, slot in cells]
+        found = [(value, index) for value, index in parsed if value is not None]
+        if len(found) >= MIN_RANKED_ROWS and len(found) >= MIN_NUMBER_SHARE * len(cells):
+            if len({value for value, _ in found}) > 1:
+                numbers[column] = found
+        elif key is None and len({plain(slot.cell.text) for _, slot in cells}) > 1:
+            key = column
+    if key is None:
+        return None
+    return data, by_column, key, numbers
+
+
+def _again(slot: Slot) -> Piece:
+    return Piece("cell", slot=Slot(slot.cell, slot.column, slot.width, False))
+
+
+def _ranked_plans(table, name: str) -> list[list[Piece]]:
+    """Units that name each number column's highest and lowest row, and the first and last row, by the row's
+    key cell: ``<p> Medals, highest, most Gold: Japan, 12; lowest, least Gold: Peru, 1.`` Their cells are the
+    table's own, written again (``first=False``), so an answer there is a span of the shown table."""
+    data, by_column, key, numbers = table
+    korean = bool(_HANGUL.search(" ".join(data[0][1].labels)))
+    words = RANK_WORDS["ko" if korean else "en"]
+    prefix = [Piece("tag", "<p>")] + ([Piece("label", _capped(name, MAX_NAME_WORDS) + ",")] if name else [])
+
+    def naming(index: int) -> list[Piece]:
+        slot = by_column[index].get(key)
+        return [_again(slot)] if slot else []
+
+    plans = []
+    first_last: list[Piece] = []
+    for word, index in ((words[2], 0), (words[3], len(data) - 1)):
+        named = naming(index)
+        if named:
+            first_last += ([Piece("glue", ";")] if first_last else []) + [Piece("label", word + ":")] + named
+    if first_last:
+        plans.append(prefix + first_last + [Piece("glue", ".")])
+    for column, found in list(numbers.items())[:MAX_RANKED_COLUMNS]:
+        label = data[0][1].labels[column] if column < len(data[0][1].labels) else ""
+        if not label:
+            continue
+        pieces = list(prefix)
+        for word, (value, index) in (
+            (words[0], max(found, key=lambda f: f[0])),
+            (words[1], min(found, key=lambda f: f[0])),
+        ):
+            named = naming(index)
+            if not named:
+                continue
+            if len(pieces) > len(prefix):
+                pieces.append(Piece("glue", ";"))
+            pieces += (
+                [Piece("label", f"{word} {label}:")] + named + [Piece("glue", ","), _again(by_column[index][column])]
+            )
+        if len(pieces) > len(prefix):
+            plans.append(pieces + [Piece("glue", ".")])
+    return plans
+
+
+def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -> list[tuple[str, list[Piece]]]:
+    """Every unit of a table in ``form``: ``(role, pieces)``, the role "header", "row" or "ranked" (the ranked
+    units of ``ranked-rows``, after the rows). A header row is written once as it stands
     (:func:`header_plan`) and its cells label the rows below (consecutive ones combine, "Goals" under "Season"
     naming "Season Goals"); a header row further down (Wikipedia repeats them, or starts a section with one)
     names the columns from there on. A table whose rows are all headers has none: its rows are its data.
@@ -277,16 +392,21 @@ def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -
         name = plain(_filled(first)[0].cell.text)  # a title row across the table names it (an infobox's)
     headers = NO_HEADERS
     heads: list[Sequence[Slot]] = []
-    plans: list[tuple[bool, list[Piece]]] = []
+    plans: list[tuple[str, list[Piece]]] = []
+    data_rows_seen: list[tuple[Sequence[Slot], Headers]] = []
     for index, row in enumerate(laid):
         if index == guessed or (not all_head and _is_header_row(row)):
             heads.append(row)
             headers = column_headers(heads, n_columns)
-            plans.append((True, header_plan(row, form)))
+            plans.append(("header", header_plan(row, form)))
             continue
         if _filled(row):
             heads = []
-        plans.append((False, row_plan(row, headers, form, n_columns, name)))
+            data_rows_seen.append((row, headers))
+        plans.append(("row", row_plan(row, headers, form, n_columns, name)))
+    table = _ranked_table(data_rows_seen, n_columns) if form == "ranked-rows" else None
+    if table is not None:
+        plans.extend(("ranked", pieces) for pieces in _ranked_plans(table, name))
     return plans
 
 

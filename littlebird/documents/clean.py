@@ -98,12 +98,13 @@ class Document:
 
     ``model_to_text[i]`` is the index in ``text`` of ``model_text[i]``, or -1 where the model
     text has a tag token or separator that is not in the shown text. ``table_rows`` holds, for every
-    row of every HTML table, ``(table, start, end)``: the table's number in document order and the row's
-    range in the model text, from its ``<tr>`` token to the end of its last cell. ``page_starts[k]`` is where page
-    k + 1 of a PDF, or of a Word file that records its page breaks, starts in ``text`` (empty for documents
-    without pages). A document read by OCR (a scan, an image) keeps each word OCR read as ``(start, end, box)``:
-    its range in ``text`` and its box on its page, and ``page_images[k]``, page k + 1's image where OCR read it
-    (:func:`littlebird.documents.page_image.answer_crop` shows an answer on it).
+    row of every table, ``(table, start, end)``: the table's number in document order and the row's
+    range in the model text, from its ``<tr>`` or ``<p>`` token to the end of its last cell; ``ranked_units``
+    the same for a table's ranked units (:mod:`littlebird.table_text`), which ``table_rows`` holds too.
+    ``page_starts[k]`` is where page k + 1 of a PDF, or of a Word file that records its page breaks, starts in
+    ``text`` (empty for documents without pages). A document read by OCR (a scan, an image) keeps each word OCR
+    read as ``(start, end, box)``: its range in ``text`` and its box on its page, and ``page_images[k]``, page
+    k + 1's image where OCR read it (:func:`littlebird.documents.page_image.answer_crop` shows an answer on it).
     """
 
     text: str
@@ -118,6 +119,7 @@ class Document:
     is_html: bool = False
     warnings: list[str] = field(default_factory=list)
     table_rows: list[tuple[int, int, int]] = field(default_factory=list)
+    ranked_units: list[tuple[int, int, int]] = field(default_factory=list)
     page_starts: list[int] = field(default_factory=list)
     word_boxes: list[tuple[int, int, WordBox]] = field(default_factory=list)
     page_images: tuple[PageImage | None, ...] = ()
@@ -156,6 +158,7 @@ class _Writer:
         self.last_word_end = -1
         self.tables = 0
         self.table_rows: list[tuple[int, int, int]] = []  # (table, model start, model end)
+        self.ranked_units: list[tuple[int, int, int]] = []  # the same, of the table_rows that are ranked units
 
     def _model_only(self, piece: str) -> None:
         self.model.append(piece)
@@ -164,6 +167,12 @@ class _Writer:
     def _model_separator(self) -> None:
         if self.model and not self.model[-1].endswith(" "):
             self._model_only(" ")
+
+    def add_unit(self, role: str, unit: tuple[int, int, int]) -> None:
+        """Record a table's unit ``(table, model start, model end)``: every one a row, a ranked one a ranked unit."""
+        self.table_rows.append(unit)
+        if role == "ranked":
+            self.ranked_units.append(unit)
 
     def tag(self, token: str) -> None:
         """Start an element: a tag token in the model text, nothing in the shown text."""
@@ -423,7 +432,7 @@ class _HtmlWalker:
         table = self.w.tables
         self.w.tables += 1
         written: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}  # id(cell) -> its model text's marks
-        for _, pieces in table_plan(cells, self.table_form, name):
+        for role, pieces in table_plan(cells, self.table_form, name):
             if not pieces:
                 continue
             self.w.ensure_break(1)
@@ -433,7 +442,7 @@ class _HtmlWalker:
                 self._piece(piece, written, shown_cells)
                 if row_start is None:  # a row opens with its tag token (<p> or <tr>)
                     row_start = len(self.w.map) - len(piece.text)
-            self.w.table_rows.append((table, row_start, len(self.w.map)))
+            self.w.add_unit(role, (table, row_start, len(self.w.map)))
 
     def _piece(self, piece: Piece, written: dict, shown_cells: list[int]) -> None:
         if piece.kind == "tag":
@@ -734,7 +743,7 @@ def _write_plain_table(writer: _Writer, rows: list[list[TableCell]], table_form:
     """A Markdown table's rows in ``table_form``, each cell's words copied from the file."""
     number = writer.tables
     writer.tables += 1
-    for _, pieces in table_plan(rows, table_form, name):
+    for role, pieces in table_plan(rows, table_form, name):
         if not pieces:
             continue
         row_start = len(writer.map) + (1 if writer.model else 0)  # after the space before the row's tag
@@ -748,7 +757,7 @@ def _write_plain_table(writer: _Writer, rows: list[list[TableCell]], table_form:
             else:
                 writer.block_has_text = False
                 writer.mapped(*piece.slot.cell.content)
-        writer.table_rows.append((number, row_start, len(writer.map)))
+        writer.add_unit(role, (number, row_start, len(writer.map)))
 
 
 # --- documents with pages (PDF) ----------------------------------------------------------------
@@ -763,18 +772,22 @@ def _write_text_table(writer: _Writer, rows: tuple[tuple[str, ...], ...], table_
     if table_form == "tags":
         writer.tag("<table>")
         plans = [
-            [Piece("tag", "<tr>")]
-            + [
-                piece
-                for cell in row
-                if cell.text.strip()
-                for piece in (Piece("tag", "<td>"), Piece("cell", slot=Slot(cell, 0, 1, True)))
-            ]
+            (
+                "row",
+                [Piece("tag", "<tr>")]
+                + [
+                    piece
+                    for cell in row
+                    if cell.text.strip()
+                    for piece in (Piece("tag", "<td>"), Piece("cell", slot=Slot(cell, 0, 1, True)))
+                ],
+            )
             for row in cells
         ]
     else:
-        plans = [pieces for _, pieces in table_plan(cells, table_form, name)]
-    for pieces in plans:
+        plans = table_plan(cells, table_form, name)
+    written: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}  # id(cell) -> its model text's marks
+    for role, pieces in plans:
         if not pieces:
             continue
         writer.ensure_break(1)
@@ -786,16 +799,20 @@ def _write_text_table(writer: _Writer, rows: tuple[tuple[str, ...], ...], table_
                 writer.label(piece.text)
             elif piece.kind == "glue":
                 writer.glue(piece.text)
+            elif not piece.slot.first and id(piece.slot.cell) in written:
+                writer.replay(*written[id(piece.slot.cell)])
             else:
                 if shown_cells:
                     writer.shown_only(" | ")
                 shown_cells += 1
                 writer._model_separator()
                 writer.block_has_text = False
+                start = writer.mark()
                 writer.inline(piece.slot.cell.content)
+                written[id(piece.slot.cell)] = (start, writer.mark())
             if row_start is None:  # a row opens with its tag token (<p> or <tr>)
                 row_start = len(writer.map) - len(piece.text)
-        writer.table_rows.append((number, row_start, len(writer.map)))
+        writer.add_unit(role, (number, row_start, len(writer.map)))
 
 
 def _write_blocks(
@@ -886,6 +903,7 @@ def clean_document(raw: RawDocument, *, table_form: str = DEFAULT_TABLE_FORM) ->
         is_html=raw.is_html,
         warnings=warnings,
         table_rows=writer.table_rows,
+        ranked_units=writer.ranked_units,
         page_starts=page_starts,
         word_boxes=_located_words(text, raw.boxes) if raw.boxes else [],
         page_images=raw.page_images,

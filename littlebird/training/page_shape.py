@@ -253,8 +253,10 @@ class Page:
                                 builder.add(piece.text)
                             continue
                         builder.separate()
-                        if piece.kind == "cell":
+                        if piece.kind == "cell" and piece.slot.first:
                             builder.cell(piece.slot.cell.content)
+                        elif piece.kind == "cell":  # a cell written again (a ranked unit's): its answers stay once
+                            builder.add(piece.slot.cell.content.text)
                         else:
                             builder.add(piece.text)
                 continue

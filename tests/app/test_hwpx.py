@@ -64,8 +64,12 @@ def test_headings_prose_and_tables_reach_the_model_and_nothing_is_dropped():
     assert (
         "<p> 운항 노선, 노선: 나; 출발: 동항; 도착: 북항; 첫 배: 07:45; 소요 시간: 1시간 20분." in document.model_text
     )
-    assert "<h2> 요금 <p> 어른 요금은 만 원이다." in document.model_text
-    assert [table for table, _, _ in document.table_rows] == [0, 0, 0, 0]
+    # Which rows come first and last, and the number column's extremes (times of day; 1시간 20분 is no number).
+    assert (
+        "<p> 운항 노선, 첫째: 가; 마지막: 다. <p> 운항 노선, 가장 높은, 가장 많은 첫 배: 다, 08:15; "
+        "가장 낮은, 가장 적은 첫 배: 가, 06:30. <h2> 요금 <p> 어른 요금은 만 원이다." in document.model_text
+    )
+    assert [table for table, _, _ in document.table_rows] == [0] * 6  # the header, three rows, two ranked units
     assert not document.page_starts and document.language == "ko"
     assert_linked(document)
     assert_tokens_round_trip(document)

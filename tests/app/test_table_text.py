@@ -10,8 +10,10 @@ from littlebird.documents.decode import RawDocument
 from littlebird.table_text import (
     DEFAULT_TABLE_FORM,
     MAX_COLSPAN,
+    MAX_RANKED_COLUMNS,
     TABLE_FORMS,
     TableCell,
+    cell_number,
     check_table_form,
     grid,
     table_plan,
@@ -213,7 +215,7 @@ def test_the_grid_expands_spans_and_an_unknown_form_is_refused():
     assert [(s.cell.text, s.column, s.width, s.first) for s in laid[0]] == [("a", 0, 1, True), ("b", 1, 2, True)]
     assert [(s.cell.text, s.column, s.first) for s in laid[1]] == [("a", 0, False), ("c", 1, True)]
     assert len(table_plan(rows, "rows")) == 2
-    with pytest.raises(ValueError, match="table_form must be one of tags, header-tags, rows, named-rows"):
+    with pytest.raises(ValueError, match="table_form must be one of tags, header-tags, rows, named-rows, ranked-rows"):
         check_table_form("csv")
 
 
@@ -267,3 +269,132 @@ def test_spans_anyone_can_write_stay_bounded():
     )
     assert text.count("A long remark") == 10  # written once, not again in rows B and C
     assert "<p> Line: B." in text
+
+
+MEDALS = (
+    "<h2>Medal table</h2><table class='wikitable'>"
+    "<tr><th>Rank</th><th>Nation</th><th>Gold</th><th>Silver</th><th>Time</th></tr>"
+    "<tr><td>1</td><td>South Korea</td><td>7</td><td>2</td><td>1:45.30</td></tr>"
+    "<tr><td>2</td><td>Japan</td><td>3</td><td>5[a]</td><td>1:39.80</td></tr>"
+    "<tr><td>3</td><td>Indonesia</td><td>1</td><td>12</td><td>1:51.02</td></tr></table>"
+)
+
+
+@pytest.mark.parametrize(
+    ("cell", "number"),
+    [
+        ("60,160", 60160.0),
+        ("12.87", 12.87),
+        ("1:45.30", 105.3),
+        ("$3.5", 3.5),
+        ("45%", 45.0),
+        ("−3", -3.0),
+        ("+3", 3.0),
+        ("109 m", 109.0),
+        ("5[a]", 5.0),
+        ("October 17", None),
+        ("6–2", None),
+        ("12/20/2013", None),
+        ("", None),
+    ],
+)
+def test_a_cell_number_is_read_as_a_reader_reads_it(cell, number):
+    assert cell_number(cell) == number
+
+
+def test_ranked_rows_name_each_number_columns_extremes_and_the_first_and_last_row():
+    """Questions about a table mostly compare its rows ("who won the most silver medals?"). The ranked form
+    writes, after the rows, which row holds each number column's highest and lowest value, by the row's first
+    column of words, and which row comes first and last."""
+    html = wiki(MEDALS)
+    document = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="ranked-rows")
+    named = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="named-rows")
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+    assert document.text == named.text  # the page shows the table as before: the units are model text only
+    assert document.model_text.startswith(named.model_text)
+    assert document.model_text[len(named.model_text) :] == (
+        " <p> Medal table, first: South Korea; last: Indonesia."
+        " <p> Medal table, highest, most Rank: Indonesia, 3; lowest, least Rank: South Korea, 1."
+        " <p> Medal table, highest, most Gold: South Korea, 7; lowest, least Gold: Indonesia, 1."
+        " <p> Medal table, highest, most Silver: Indonesia, 12; lowest, least Silver: South Korea, 2."
+        " <p> Medal table, highest, most Time: Indonesia, 1:51.02; lowest, least Time: Japan, 1:39.80."
+    )
+    # A name in a unit is the cell of its row: the answer there highlights that cell on the page.
+    model, shown = document.model_text, document.text
+    unit = model.index("highest, most Silver: ") + len("highest, most Silver: ")
+    start = int(document.model_to_text[unit])
+    assert shown[start : start + len("Indonesia")] == "Indonesia"
+    assert shown.index("Indonesia") == start
+    ranked = [model[a:b] for _, a, b in document.ranked_units]
+    assert ranked[0] == "<p> Medal table, first: South Korea; last: Indonesia."
+    assert len(ranked) == 5 and all(unit.startswith("<p> Medal table, highest, most ") for unit in ranked[1:])
+    assert document.table_rows[-5:] == document.ranked_units  # each ranked unit is one of the table's units too
+
+
+def test_ranked_rows_leave_alone_what_has_nothing_to_rank():
+    """An infobox (no column headers), a table of two data rows, one without a column of words, and a column
+    whose numbers are all equal get no units; a table ranks at most MAX_RANKED_COLUMNS columns."""
+
+    def units(body: str) -> list[str]:
+        text = model_text(wiki(body), "ranked-rows")
+        return [unit for unit in text.split("<p>") if "highest, most" in unit or "first:" in unit]
+
+    assert (
+        units(
+            "<table class='infobox'><tr><th>Founded</th><td>1850</td></tr><tr><th>Berths</th><td>14</td></tr>"
+            "<tr><th>Depth</th><td>6 m</td></tr></table>"
+        )
+        == []
+    )
+    assert (
+        units(
+            "<table><tr><th>Line</th><th>Minutes</th></tr><tr><td>A</td><td>45</td></tr>"
+            "<tr><td>B</td><td>80</td></tr></table>"
+        )
+        == []
+    )
+    assert (
+        units(
+            "<table><tr><th>Year</th><th>Berths</th></tr><tr><td>1901</td><td>4</td></tr>"
+            "<tr><td>1902</td><td>5</td></tr><tr><td>1903</td><td>6</td></tr></table>"
+        )
+        == []
+    )
+    same = units(
+        "<table><tr><th>Line</th><th>Fare</th></tr><tr><td>A</td><td>3</td></tr>"
+        "<tr><td>B</td><td>3</td></tr><tr><td>C</td><td>3</td></tr></table>"
+    )
+    assert same == [" first: A; last: C."]  # the rows' order still ranks them
+    heads = "".join(f"<th>N{i}</th>" for i in range(20))
+    body = "".join(
+        "<tr><td>" + name + "</td>" + "".join(f"<td>{i + row}</td>" for i in range(20)) + "</tr>"
+        for row, name in enumerate(["A", "B", "C"])
+    )
+    wide = units(f"<table><tr><th>Name</th>{heads}</tr>{body}</table>")
+    assert len(wide) == 1 + MAX_RANKED_COLUMNS
+
+
+def test_ranked_rows_in_korean_markdown_and_pdf_tables():
+    """Every source of tables writes the units: a Korean table in Korean words, a Markdown file's words copied
+    from the file, a PDF's cells written again from the rows above them."""
+    korean = model_text(
+        wiki(
+            "<h2>노선</h2><table><tr><th>노선</th><th>소요 시간(분)</th></tr><tr><td>가</td><td>45</td></tr>"
+            "<tr><td>나</td><td>80</td></tr><tr><td>다</td><td>55</td></tr></table>"
+        ),
+        "ranked-rows",
+    )
+    assert "<p> 노선, 첫째: 가; 마지막: 다. <p> 노선, 가장 높은, 가장 많은 소요 시간(분): 나, 80;" in korean
+    markdown = "# Ferries\n\n| Line | Minutes |\n|---|---|\n| A | 45 |\n| B | 80 |\n| C | 55 |\n"
+    document = clean_document(RawDocument(markdown, False, "ferries.md", "utf-8"), table_form="ranked-rows")
+    assert document.text == markdown
+    assert document.model_text.endswith(
+        "<p> Ferries, first: A; last: C. <p> Ferries, highest, most Minutes: B, 80; lowest, least Minutes: A, 45."
+    )
+    assert [document.model_text[a:b] for _, a, b in document.ranked_units] == [
+        "<p> Ferries, first: A; last: C.",
+        "<p> Ferries, highest, most Minutes: B, 80; lowest, least Minutes: A, 45.",
+    ]
+    assert_linked(document)
+    assert_tokens_round_trip(document)
