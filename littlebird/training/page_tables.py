@@ -13,6 +13,11 @@ is kept when its answer is one span of the cleaned page's model text:
 4. a number answering a count or a sum ("how many", "total", "difference", ...) is dropped too: it is
    computed from the table, and where the same number stands in the page it is there by chance.
 
+For training (``split="train"``), a question that ranks rows ("which ... had the most", "the last ...") whose
+value a ranked unit of its table names (``littlebird.table_text``: "highest, most Silver: Indonesia, 12") takes
+that occurrence as its answer instead of the row's: the unit is where the page says which row is highest, and a
+span there is the row's cell written again, so the stage learns to answer from it rather than against it.
+
 Each kept page is one SQuAD article whose context is the cleaned model text, each question with its
 answer's offsets there and ``table_row``: the model-text range of the table row holding the answer
 (``None`` outside a table), which the evaluation uses to tell an answer from the right row.
@@ -40,6 +45,11 @@ _COMPUTED = re.compile(
     r"number of|count)\b",
     re.IGNORECASE,
 )
+_RANKS_ROWS = re.compile(
+    r"\b(most|least|highest|lowest|largest|smallest|greatest|fewest|biggest|top|best|worst|longest|shortest|"
+    r"fastest|slowest|oldest|youngest|earliest|latest|first|last|maximum|minimum)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -56,6 +66,7 @@ class TableQuestionCounts:
     computed: int = 0
     kept: int = 0
     kept_in_question_table: int = 0
+    from_ranked_unit: int = 0
 
     def add(self, other: "TableQuestionCounts") -> None:
         """Add ``other``'s counts to these."""
@@ -74,6 +85,7 @@ class TableQuestionCounts:
             ("a number answering a count or a sum (dropped)", self.computed),
             ("kept", self.kept),
             ("  of which inside the question's table", self.kept_in_question_table),
+            ("  answered from a ranked unit (training)", self.from_ranked_unit),
         ]
         for name, count in steps:
             lines.append(f"{name}: {count:,} ({count / max(1, self.questions):.1%})")
@@ -106,10 +118,10 @@ def clean_page(page: dict, table_form: str | None = None):
     return clean_document(raw) if table_form is None else clean_document(raw, table_form=table_form)
 
 
-def value_occurrences(model_text: str, value: str, model_to_text=None) -> list[int]:
+def value_occurrences(model_text: str, value: str, model_to_text=None, once: bool = True) -> list[int]:
     """Starts of ``value`` in ``model_text`` as whole words, each inside one block (no tag token in it) and,
     with ``model_to_text``, each character from the page (none of a table's headers, which the cleaner
-    writes before every row's cells)."""
+    writes before every row's cells), and, ``once``, each shown occurrence once (where it is first written)."""
     value = value.strip()
     if not value or _TAG.search(value):
         return []
@@ -123,7 +135,7 @@ def value_occurrences(model_text: str, value: str, model_to_text=None) -> list[i
         )
         if not glued_before and not glued_after and from_page:
             starts.append(start)
-    if model_to_text is not None:  # a cell a rowspan repeats is one occurrence on the page: its first
+    if model_to_text is not None and once:  # a cell written again is one occurrence on the page: its first
         seen: set[int] = set()
         starts = [s for s in starts if not (model_to_text[s] in seen or seen.add(model_to_text[s]))]
     return starts
@@ -144,8 +156,42 @@ def _question_table(rows, occurrences: list[list[int]], lengths: list[int]) -> i
     return votes.most_common(1)[0][0] if votes else None
 
 
-def page_article(page: dict, document=None, table_form: str | None = None) -> tuple[dict | None, TableQuestionCounts]:
-    """One page as a SQuAD article over its cleaned model text, with the questions that keep a unique span."""
+_HIGH = {"most", "highest", "largest", "greatest", "biggest", "top", "best", "maximum", "longest", "oldest", "latest"}
+_LOW = {"least", "lowest", "smallest", "fewest", "worst", "minimum", "shortest", "youngest", "earliest"}
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    words = {word.lower() for word in _WORD.findall(text)}
+    return words | ({"highest"} if words & _HIGH else set()) | ({"lowest"} if words & _LOW else set())
+
+
+def _in_ranked_unit(document, value: str, table: int | None, question: str) -> int | None:
+    """The start of ``value`` in the part of a ranked unit of ``table`` that shares the most words with
+    ``question`` (its column's header, "highest" or "lowest", "first" or "last"), or None where none shares one."""
+    units = [(start, end) for number, start, end in getattr(document, "ranked_units", ()) if number == table]
+    if not units:
+        return None
+    asked = _words(question)
+    text = document.model_text
+    best, best_shared = None, 0
+    for start in value_occurrences(text, value, document.model_to_text, once=False):
+        unit = next(((a, b) for a, b in units if a <= start and start + len(value) <= b), None)
+        if unit is None:
+            continue
+        part_start = text.rfind(";", unit[0], start) + 1 or unit[0]  # the unit's part that names this value
+        part_end = text.find(";", start, unit[1])
+        shared = len(asked & _words(text[part_start : part_end if part_end >= 0 else unit[1]]))
+        if shared > best_shared:
+            best, best_shared = start, shared
+    return best
+
+
+def page_article(
+    page: dict, document=None, table_form: str | None = None, prefer_ranked: bool = False
+) -> tuple[dict | None, TableQuestionCounts]:
+    """One page as a SQuAD article over its cleaned model text, with the questions that keep a unique span;
+    ``prefer_ranked`` answers a question that ranks rows from a ranked unit where one names its value."""
     counts = TableQuestionCounts(pages=1, questions=len(page["questions"]))
     document = document if document is not None else clean_page(page, table_form)
     text, rows = document.model_text, document.table_rows
@@ -173,6 +219,11 @@ def page_article(page: dict, document=None, table_form: str | None = None) -> tu
             counts.computed += 1
             continue
         row = _row_of(rows, start, start + len(value))
+        if prefer_ranked and row and _RANKS_ROWS.search(question["question"]):
+            ranked = _in_ranked_unit(document, value, row[0], question["question"])
+            if ranked is not None:
+                counts.from_ranked_unit += 1
+                start = ranked
         counts.kept += 1
         counts.kept_in_question_table += bool(row and row[0] == table)
         qas.append(
@@ -188,11 +239,13 @@ def page_article(page: dict, document=None, table_form: str | None = None) -> tu
     return {"title": page["title"], "paragraphs": [{"context": text, "qas": qas}]}, counts
 
 
-def table_question_articles(pages: list[dict], table_form: str | None = None) -> tuple[list[dict], TableQuestionCounts]:
+def table_question_articles(
+    pages: list[dict], table_form: str | None = None, prefer_ranked: bool = False
+) -> tuple[list[dict], TableQuestionCounts]:
     """Every page with kept questions as a SQuAD article, and the counts of each step over all pages."""
     articles, total = [], TableQuestionCounts()
     for page in pages:
-        article, counts = page_article(page, table_form=table_form)
+        article, counts = page_article(page, table_form=table_form, prefer_ranked=prefer_ranked)
         total.add(counts)
         if article is not None:
             articles.append(article)
@@ -212,4 +265,4 @@ def load_table_articles(
     """The ``split`` ("train" or "dev") pages of ``data_dir``'s table file as SQuAD articles, with the counts."""
     pages = read_table_pages(Path(data_dir) / TABLE_PAGES_FILE)
     train, dev = split_table_pages(pages, dev_fraction)
-    return table_question_articles(train if split == "train" else dev, table_form)
+    return table_question_articles(train if split == "train" else dev, table_form, prefer_ranked=split == "train")

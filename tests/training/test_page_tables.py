@@ -74,6 +74,25 @@ def test_each_step_keeps_a_unique_span_and_drops_the_rest():
     assert "Seasons" in context and context.startswith("<h1> Toy club")
 
 
+def test_training_answers_a_question_that_ranks_rows_from_the_ranked_unit():
+    """The ranked unit says which row has the fewest losses; a training question that asks for it learns to answer
+    there, a lookup from its row. The dev files keep the row's occurrence either way."""
+    questions = [("which club had the fewest losses?", ["Toulon"]), ("which club won in 1930?", ["Perpignan"])]
+    trained, counts = page_article(page(questions), prefer_ranked=True)
+    kept, _ = page_article(page(questions))
+    assert counts.from_ranked_unit == 1
+    context = trained["paragraphs"][0]["context"]
+    ranked, lookup = trained["paragraphs"][0]["qas"]
+    start = ranked["answers"][0]["answer_start"]
+    assert context[:start].endswith("<p> Seasons, highest, most Losses: Perpignan, 4; lowest, least Losses: ")
+    assert context[start : start + len("Toulon")] == "Toulon"
+    row_start, row_end = ranked["table_row"]  # still the row's: the evaluation reads it
+    assert context[row_start:row_end] == "<p> Seasons, Season: 1931; Club: Toulon; Wins: 14; Losses: 2."
+    for qa in kept["paragraphs"][0]["qas"] + [lookup]:
+        row_start, row_end = qa["table_row"]
+        assert row_start <= qa["answers"][0]["answer_start"] < row_end
+
+
 @pytest.fixture(scope="module")
 def real_pages():
     path = SHARED_DATA / TABLE_PAGES_FILE
