@@ -39,6 +39,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .language import has_hangul
+
 TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows", "ranked-rows")
 DEFAULT_TABLE_FORM = "ranked-rows"  # docs/evaluation.md: the best F1 on real pages' tables
 
@@ -235,9 +237,8 @@ def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, n
             pieces.append(Piece("cell", slot=slot))
         return pieces
     pieces = [Piece("tag", "<p>")]
-    if (
-        form in ("named-rows", "ranked-rows") and name
-    ):  # every row, a section or title row too (measured: docs/evaluation.md)
+    # The name before every row, a section or title row too (measured: docs/evaluation.md).
+    if form in ("named-rows", "ranked-rows") and name:
         pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
     key_value = not any(headers.labels) and len(filled) == 2
     for index, slot in enumerate(filled):
@@ -274,7 +275,6 @@ _NUMBER_CELL = re.compile(  # a sign, digits with separators, minutes:seconds, t
     r"^[^\d+\-−–]{0,3}([+\-−–]?)(\d[\d,\u00a0\u202f]*(?:\.\d+)?)(?::(\d{1,2}(?:\.\d+)?))?"
     r"\s*(?:[%°'\"″′]|[A-Za-z]{1,10}\.?|[\uac00-\ud7a3]{1,3})?$"
 )
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
 
 
 def cell_number(text: str) -> float | None:
@@ -334,8 +334,7 @@ def _ranked_plans(table, name: str) -> list[list[Piece]]:
     key cell: ``<p> Medals, highest, most Gold: Japan, 12; lowest, least Gold: Peru, 1.`` Their cells are the
     table's own, written again (``first=False``), so an answer there is a span of the shown table."""
     data, by_column, key, numbers = table
-    korean = bool(_HANGUL.search(" ".join(data[0][1].labels)))
-    words = RANK_WORDS["ko" if korean else "en"]
+    words = RANK_WORDS["ko" if has_hangul(" ".join(data[0][1].labels)) else "en"]
     prefix = [Piece("tag", "<p>")] + ([Piece("label", _capped(name, MAX_NAME_WORDS) + ",")] if name else [])
 
     def naming(index: int) -> list[Piece]:
@@ -355,7 +354,7 @@ def _ranked_plans(table, name: str) -> list[list[Piece]]:
         if not label:
             continue
         pieces = list(prefix)
-        for word, (value, index) in (
+        for word, (_, index) in (
             (words[0], max(found, key=lambda f: f[0])),
             (words[1], min(found, key=lambda f: f[0])),
         ):

@@ -45,11 +45,6 @@ _COMPUTED = re.compile(
     r"number of|count)\b",
     re.IGNORECASE,
 )
-_RANKS_ROWS = re.compile(
-    r"\b(most|least|highest|lowest|largest|smallest|greatest|fewest|biggest|top|best|worst|longest|shortest|"
-    r"fastest|slowest|oldest|youngest|earliest|latest|first|last|maximum|minimum)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -158,6 +153,7 @@ def _question_table(rows, occurrences: list[list[int]], lengths: list[int]) -> i
 
 _HIGH = {"most", "highest", "largest", "greatest", "biggest", "top", "best", "maximum", "longest", "oldest", "latest"}
 _LOW = {"least", "lowest", "smallest", "fewest", "worst", "minimum", "shortest", "youngest", "earliest"}
+_RANKS_ROWS = _HIGH | _LOW | {"first", "last", "fastest", "slowest"}  # a question with one of these ranks rows
 _WORD = re.compile(r"\w+")
 
 
@@ -169,7 +165,7 @@ def _words(text: str) -> set[str]:
 def _in_ranked_unit(document, value: str, table: int | None, question: str) -> int | None:
     """The start of ``value`` in the part of a ranked unit of ``table`` that shares the most words with
     ``question`` (its column's header, "highest" or "lowest", "first" or "last"), or None where none shares one."""
-    units = [(start, end) for number, start, end in getattr(document, "ranked_units", ()) if number == table]
+    units = [(start, end) for number, start, end in document.ranked_units if number == table]
     if not units:
         return None
     asked = _words(question)
@@ -219,7 +215,7 @@ def page_article(
             counts.computed += 1
             continue
         row = _row_of(rows, start, start + len(value))
-        if prefer_ranked and row and _RANKS_ROWS.search(question["question"]):
+        if prefer_ranked and row and _words(question["question"]) & _RANKS_ROWS:
             ranked = _in_ranked_unit(document, value, row[0], question["question"])
             if ranked is not None:
                 counts.from_ranked_unit += 1
