@@ -228,6 +228,11 @@ class LongDataOptions(DataOptions):
     )
     short_ko_questions: int = option(0, "the same for Korean questions")
     short_max_length: int = option(384, "the paragraph windows' length")
+    document_max_length: int | None = option(
+        None,
+        "the whole articles' and pages' windows' length (default: max_length), the tables' staying at "
+        "max_length: the reader reads 1,024-token windows, and prose anchored at 384 tokens slid at 1,024",
+    )
     page_shaped_share: float = option(
         0.0,
         "share of articles rendered as a cleaned web page (tables, lists, "
@@ -292,6 +297,8 @@ class LongDataOptions(DataOptions):
         for name in ("table_questions", "lookup_questions_en", "lookup_questions_ko"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} is a count of questions, got {getattr(self, name)}")
+        if self.document_max_length is not None and self.document_max_length < 16:
+            raise ValueError(f"document_max_length is a window's length in tokens, got {self.document_max_length}")
 
 
 def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
@@ -332,13 +339,14 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
         )
         documents = take_questions(documents, limit, seed=args.seed)
         documents = with_search_style(documents, language, args.search_style_share, args.seed)
+        document_length = args.document_max_length or args.max_length
         features += _anchored(
             encode_articles(
                 documents,
                 tokenizer,
                 language=language,
-                max_length=args.max_length,
-                stride=args.max_length // 4,
+                max_length=document_length,
+                stride=document_length // 4,
                 unanswerable_rate=args.unanswerable_rate,
                 answer_windows_per_question=1,
                 with_sentence_ends=with_sentence_ends,
@@ -471,6 +479,7 @@ _NEUTRAL_DEFAULTS = {
     "negative_pair_share": 0.0,
     "anchor_prose": False,
     "tydi_ko": False,
+    "document_max_length": None,
 }
 
 

@@ -743,6 +743,24 @@ def long_context_args(recipe, *extra):
     )
 
 
+def test_documents_can_be_read_in_windows_of_their_own_length(recipe, capsys):
+    # The reader reads 1,024-token windows; a stage may cut its whole documents (the prose it anchors) at that
+    # length while its other windows keep max_length.
+    tokenizer = build_tokenizer()
+    short = long_context_features(long_context_args(recipe), tokenizer, with_sentence_ends=True)
+    extra = ("--short-en-questions", "2", "--short-max-length", "48")
+    mixed = long_context_features(
+        long_context_args(recipe, "--document-max-length", "160", *extra), tokenizer, with_sentence_ends=True
+    )
+    assert max(len(f.input_ids) for f in short) <= 96
+    longest = max(len(f.input_ids) for f in mixed)
+    assert 96 < longest <= 160
+    assert any(len(f.input_ids) <= 48 for f in mixed)  # the paragraph windows keep their own length
+    with pytest.raises(SystemExit):
+        long_context_args(recipe, "--document-max-length", "0")
+    assert "document_max_length is a window's length" in capsys.readouterr().err
+
+
 def test_long_context_stage_can_keep_practising_short_windows(recipe):
     tokenizer = build_tokenizer()
 
