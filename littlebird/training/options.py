@@ -230,8 +230,8 @@ class LongDataOptions(DataOptions):
     short_max_length: int = option(384, "the paragraph windows' length")
     document_max_length: int | None = option(
         None,
-        "the whole articles' and pages' windows' length (default: max_length), the tables' staying at "
-        "max_length: the reader reads 1,024-token windows, and prose anchored at 384 tokens slid at 1,024",
+        "the whole articles' and pages' windows' length (default: max_length); the tables, lookups and "
+        "paragraphs keep theirs. The reader reads 1,024-token windows",
     )
     page_shaped_share: float = option(
         0.0,
