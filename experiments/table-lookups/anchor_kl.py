@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import sys
 
-LINE = re.compile(r"step (\d+)/\d+ .* anchor ([\d.]+) gold ([\d.]+)")
+STEP = re.compile(r"step (\d+)/\d+ ")
+ANCHOR = re.compile(r" anchor ([\d.]+)")
+GOLD = re.compile(r" gold ([\d.]+)")
 RANGES = [(10, 150), (150, 300), (300, 450)]
 
 
@@ -19,8 +21,10 @@ def read(path: str) -> dict[int, tuple[float, float]]:
     steps = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
-            if m := LINE.search(line):
-                steps[int(m[1])] = (float(m[2]), float(m[3]))
+            # The scalars are logged in the order the interval's batches first gave them: either may come first.
+            step, anchor, gold = STEP.search(line), ANCHOR.search(line), GOLD.search(line)
+            if step and anchor and gold:
+                steps[int(step[1])] = (float(anchor[1]), float(gold[1]))
     return steps
 
 
