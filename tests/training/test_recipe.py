@@ -145,6 +145,8 @@ def test_the_fast_recipe_distils_the_shipped_checkpoint_into_half_its_layers_the
         (lambda r: r["stages"][2].update(name="teacher"), "a stage named 'teacher' comes earlier"),
         (lambda r: r["stages"][0].update(output_dir="elsewhere"), "the stage's folder is"),
         (lambda r: r["stages"][0].update(mixed_precision="fp8"), "mixed_precision is one of auto, no, bf16"),
+        (lambda r: r["stages"][3].update(other_layers="6-"), "numbers or ranges such as 6-11"),
+        (lambda r: r["stages"][3].update(other_layers="0"), "other_layers needs average_with"),
     ],
 )
 def test_a_wrong_recipe_is_refused_before_anything_runs(toys, tmp_path, change, message):
