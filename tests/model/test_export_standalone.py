@@ -190,16 +190,22 @@ def test_the_compact_export_is_a_plain_call_too(exports, tmp_path):
     assert not (tmp_path / "bf16").exists()
 
 
-def test_an_export_can_average_the_students_weights_with_its_starting_checkpoint(exports, tmp_path):
-    """Each floating-point weight becomes W * student + (1 - W) * other: W = 1 is the student, W = 0 the other."""
-    student = load_qa_model(exports["converted"])
-    other = load_qa_model(exports["converted"])
+def moved_copy(student_dir: Path, directory: Path):
+    """The checkpoint of ``student_dir`` with every weight moved a little, saved in ``directory``; the model."""
+    other = load_qa_model(student_dir)
     with torch.no_grad():
         for parameter in other.parameters():
             parameter.add_(torch.randn_like(parameter) * 0.05)
+    other.save_pretrained(directory)
+    load_tokenizer(student_dir).save_pretrained(directory)
+    return other
+
+
+def test_an_export_can_average_the_students_weights_with_its_starting_checkpoint(exports, tmp_path):
+    """Each floating-point weight becomes W * student + (1 - W) * other: W = 1 is the student, W = 0 the other."""
+    student = load_qa_model(exports["converted"])
     other_dir = tmp_path / "other"
-    other.save_pretrained(other_dir)
-    load_tokenizer(exports["converted"]).save_pretrained(other_dir)
+    other = moved_copy(exports["converted"], other_dir)
 
     written = {
         weight: load_qa_model(
@@ -246,13 +252,8 @@ def test_an_export_can_take_some_encoder_layers_whole_from_the_other_checkpoint(
     student = load_qa_model(exports["converted"])
     layers = student.config.num_hidden_layers
     assert layers >= 2
-    other = load_qa_model(exports["converted"])
-    with torch.no_grad():
-        for parameter in other.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.05)
     other_dir = tmp_path / "other"
-    other.save_pretrained(other_dir)
-    load_tokenizer(exports["converted"]).save_pretrained(other_dir)
+    other = moved_copy(exports["converted"], other_dir)
 
     last = layers - 1
     written = load_qa_model(
