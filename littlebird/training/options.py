@@ -431,25 +431,42 @@ def freeze_lower_layers(model: nn.Module, count: int) -> None:
         encoder.encoder.pack_embeddings.requires_grad_(False)
 
 
+def freeze_upper_layers(model: nn.Module, count: int) -> None:
+    """The highest ``count`` encoder layers stop learning; the QA head above them and the layers below still learn
+    (the backward pass goes through the fixed layers to reach those below)."""
+    if count <= 0:
+        return
+    layers = next(module for name, module in model.littlebird.named_modules() if name.endswith("encoder.layer"))
+    if count > len(layers):
+        raise ValueError(f"--freeze-upper-layers {count} exceeds the encoder's {len(layers)} layers")
+    for module in layers[len(layers) - count :]:
+        module.requires_grad_(False)
+
+
 @dataclass(kw_only=True)
 class TrainableOptions(Options):
     """What a stage trains (word embeddings are always frozen) and whether it only builds its windows."""
 
     freeze_layers: int = option(0, "keep the embeddings and the lowest N encoder layers fixed (no backward below them)")
+    freeze_upper_layers: int = option(
+        0, "keep the highest N encoder layers fixed; the QA head and the layers below them still learn"
+    )
     features_only: bool = option(
         False, "only build and save the windows (features.pt) and stop, before any model is read"
     )
 
 
 def apply_trainable_options(model: nn.Module, args) -> None:
-    """Word embeddings stay frozen; then ``freeze_layers``."""
+    """Word embeddings stay frozen; then ``freeze_layers`` and ``freeze_upper_layers``."""
     freeze_word_embeddings(model)
     freeze_lower_layers(model, args.freeze_layers)
+    freeze_upper_layers(model, getattr(args, "freeze_upper_layers", 0))
 
 
 FEATURES_FILE = "features.pt"
-# Options that only say how long to run, when to save and where, what the anchor weighs or what dropout drops: a
-# chunk of a stage may change them (a rerun with --max-minutes, a new --max-steps) and still reuse the windows.
+# Options that only say how long to run, when to save and where, what the anchor weighs, what dropout drops or
+# which layers learn: a chunk of a stage may change them (a rerun with --max-minutes, a new --max-steps) and still
+# reuse the windows.
 _RUN_ONLY_OPTIONS = {
     "output_dir",
     "anchor_dir",
@@ -462,6 +479,8 @@ _RUN_ONLY_OPTIONS = {
     "log_every",
     "snapshots",
     "features_only",
+    "freeze_layers",
+    "freeze_upper_layers",
 }
 # Options added after runs started, at the value that leaves the windows as they were: left out of the
 # comparison, so a run in progress keeps its saved windows.

@@ -34,6 +34,7 @@ from littlebird.training.options import (
     ShortDataOptions,
     cached_features,
     freeze_lower_layers,
+    freeze_upper_layers,
     long_context_features,
     short_context_features,
 )
@@ -383,10 +384,67 @@ def test_frozen_lower_layers_and_embeddings_do_not_move(recipe, tmp_path):
     assert {n for n in moved if ".encoder.layer.1." in n} and {n for n in moved if n.startswith("qa_head.")}
 
 
-def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe):
+def test_frozen_upper_layers_do_not_move_while_the_head_and_the_layers_below_learn(recipe, tmp_path):
+    first = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
+    teacher.main(
+        [
+            "--init-from",
+            str(recipe["runs"] / "teacher" / MODEL_DIR),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(tmp_path / "frozen"),
+            "--max-length",
+            "48",
+            "--max-steps",
+            "2",
+            "--freeze-upper-layers",
+            "1",
+            *COMMON,
+        ]
+    )
+    after = load_teacher(tmp_path / "frozen" / MODEL_DIR).state_dict()
+    moved = {name for name, before in first.state_dict().items() if not torch.equal(before, after[name])}
+    assert not {n for n in moved if ".encoder.layer.1." in n}
+    assert {n for n in moved if ".encoder.layer.0." in n} and {n for n in moved if n.startswith("qa_head.")}
+
+
+def test_a_long_stage_with_its_only_layer_fixed_still_trains_its_head_and_reuses_its_windows(recipe, tmp_path):
+    run = tmp_path / "upper"
+    run.mkdir()
+    shutil.copy(recipe["runs"] / "long" / FEATURES_FILE, run / FEATURES_FILE)
+    built = (run / FEATURES_FILE).stat().st_mtime_ns
+    start = recipe["runs"] / "distill" / MODEL_DIR
+    long_context.main(
+        [
+            "--student-dir",
+            str(start),
+            "--data-dir",
+            str(recipe["data"]),
+            "--output-dir",
+            str(run),
+            "--max-length",
+            "96",
+            "--max-steps",
+            "2",
+            "--freeze-upper-layers",
+            "1",
+            *COMMON,
+        ]
+    )
+    assert (run / FEATURES_FILE).stat().st_mtime_ns == built  # fixing layers reads the same windows
+    before = load_qa_model(start).state_dict()
+    after = load_qa_model(run / MODEL_DIR).state_dict()
+    moved = {name for name, tensor in before.items() if not torch.equal(tensor, after[name])}
+    assert not {n for n in moved if ".encoder.layer.0." in n}
+    assert {n for n in moved if n.startswith("qa_head.")}
+
+
+@pytest.mark.parametrize("freeze", [freeze_lower_layers, freeze_upper_layers])
+def test_freezing_more_layers_than_the_encoder_has_is_refused(recipe, freeze):
     model = load_teacher(recipe["runs"] / "teacher" / MODEL_DIR)
     with pytest.raises(ValueError, match="exceeds"):
-        freeze_lower_layers(model, 3)
+        freeze(model, 3)
 
 
 def test_time_box_stops_and_saves(recipe, tmp_path):
