@@ -416,15 +416,22 @@ def freeze_word_embeddings(model: nn.Module) -> None:
             parameter.requires_grad_(False)
 
 
+def encoder_layers(model: nn.Module, count: int, option: str) -> nn.ModuleList:
+    """The encoder's layers (the teacher's and LittleBird's alike); a ValueError where ``option``'s ``count``
+    exceeds them."""
+    layers = next(module for name, module in model.littlebird.named_modules() if name.endswith("encoder.layer"))
+    if count > len(layers):
+        raise ValueError(f"--{option} {count} exceeds the encoder's {len(layers)} layers")
+    return layers
+
+
 def freeze_lower_layers(model: nn.Module, count: int) -> None:
     """The embeddings and the lowest ``count`` encoder layers stop learning, so the backward pass
     stops above them; works on the teacher and on LittleBird (whose initial pack P goes too)."""
     if count <= 0:
         return
     encoder = model.littlebird
-    layers = next(module for name, module in encoder.named_modules() if name.endswith("encoder.layer"))
-    if count > len(layers):
-        raise ValueError(f"--freeze-layers {count} exceeds the encoder's {len(layers)} layers")
+    layers = encoder_layers(model, count, "freeze-layers")
     for module in (getattr(encoder, "bert", encoder).embeddings, *layers[:count]):
         module.requires_grad_(False)
     if hasattr(encoder, "encoder") and hasattr(encoder.encoder, "pack_embeddings"):
@@ -436,9 +443,7 @@ def freeze_upper_layers(model: nn.Module, count: int) -> None:
     (the backward pass goes through the fixed layers to reach those below)."""
     if count <= 0:
         return
-    layers = next(module for name, module in model.littlebird.named_modules() if name.endswith("encoder.layer"))
-    if count > len(layers):
-        raise ValueError(f"--freeze-upper-layers {count} exceeds the encoder's {len(layers)} layers")
+    layers = encoder_layers(model, count, "freeze-upper-layers")
     for module in layers[len(layers) - count :]:
         module.requires_grad_(False)
 
@@ -460,7 +465,7 @@ def apply_trainable_options(model: nn.Module, args) -> None:
     """Word embeddings stay frozen; then ``freeze_layers`` and ``freeze_upper_layers``."""
     freeze_word_embeddings(model)
     freeze_lower_layers(model, args.freeze_layers)
-    freeze_upper_layers(model, getattr(args, "freeze_upper_layers", 0))
+    freeze_upper_layers(model, args.freeze_upper_layers)
 
 
 FEATURES_FILE = "features.pt"
