@@ -308,18 +308,20 @@ def encode_articles(
     answer_windows_per_question: int | None = None,
     with_sentence_ends: bool = False,
     seed: int = 0,
+    article_of: list[dict] | None = None,
 ) -> list[Feature]:
     """Training features of every question in ``articles`` (first gold answer).
 
     Windows holding the whole answer are kept (at most ``answer_windows_per_question`` of them,
     drawn at random); windows without it are kept with probability ``unanswerable_rate``. A question with
     no answer (:func:`unanswerable_questions`, :func:`near_miss_questions`) keeps every window, each
-    labelled "no answer here".
+    labelled "no answer here". A list given as ``article_of`` receives each feature's article, in order.
     """
     ids = special_ids(tokenizer)
     rng = random.Random(seed)
     features = []
     for article in articles:
+        before = len(features)
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
             encoding = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
@@ -379,6 +381,8 @@ def encode_articles(
                             language=language,
                         )
                     )
+        if article_of is not None:
+            article_of.extend([article] * (len(features) - before))
     return features
 
 

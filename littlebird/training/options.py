@@ -166,6 +166,10 @@ def short_context_features(args, tokenizer, *, with_sentence_ends: bool = False)
     return features
 
 
+# The key that marks a page-shaped document among long_documents' articles.
+PAGE_SHAPED = "page_shaped"
+
+
 def long_documents(
     articles: list[dict],
     language: str,
@@ -180,8 +184,8 @@ def long_documents(
     English articles are joined whole; Korean ones, mostly one passage each, are grouped
     ``passages_per_document`` at a time under their own headings. A ``page_shaped_share`` of the
     articles is rendered page-shaped instead (:mod:`littlebird.training.page_shape`: tables, lists,
-    headings, another article's infobox and navigation lines), its distractors drawn from ``articles``;
-    at 0 the documents are those of the stages before it, draw for draw.
+    headings, another article's infobox and navigation lines), its distractors drawn from ``articles``,
+    each marked ``PAGE_SHAPED``; at 0 the documents are those of the stages before it, draw for draw.
     """
     shaped = []
     if page_shaped_share > 0:
@@ -194,6 +198,7 @@ def long_documents(
             passages_per_document=passages_per_document,
             seed=seed,
         )
+        shaped = [{**page, PAGE_SHAPED: True} for page in shaped]
         articles = [a for a, flag in zip(articles, flags) if not flag]
     return shaped + _html_or_plain_documents(
         articles, language, html_share=html_share, passages_per_document=passages_per_document, seed=seed
@@ -284,6 +289,11 @@ class LongDataOptions(DataOptions):
         "model's own start, end and answerable distributions instead of their gold "
         "spans, so that prose cannot slide while tables are learnt",
     )
+    gold_page_shaped: bool = option(
+        False,
+        "with anchor_prose: the page-shaped documents' windows keep their gold spans, so that the prose of "
+        "pages with tables, lists and infoboxes learns while the other prose holds",
+    )
     tydi_ko: bool = option(
         False, "add TyDi QA's Korean training questions (qa/tydiqa-goldp-ko-train.json.gz) to the Korean questions"
     )
@@ -297,6 +307,8 @@ class LongDataOptions(DataOptions):
         for name in ("table_questions", "lookup_questions_en", "lookup_questions_ko"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} is a count of questions, got {getattr(self, name)}")
+        if self.gold_page_shaped and not self.anchor_prose:
+            raise ValueError("gold_page_shaped keeps page-shaped gold spans among anchored prose: set anchor_prose")
         if self.document_max_length is not None and self.document_max_length < 16:
             raise ValueError(f"document_max_length is a window's length in tokens, got {self.document_max_length}")
 
@@ -340,20 +352,22 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
         documents = take_questions(documents, limit, seed=args.seed)
         documents = with_search_style(documents, language, args.search_style_share, args.seed)
         document_length = args.document_max_length or args.max_length
-        features += _anchored(
-            encode_articles(
-                documents,
-                tokenizer,
-                language=language,
-                max_length=document_length,
-                stride=document_length // 4,
-                unanswerable_rate=args.unanswerable_rate,
-                answer_windows_per_question=1,
-                with_sentence_ends=with_sentence_ends,
-                seed=args.seed,
-            ),
-            args.anchor_prose,
+        windows = encode_articles(
+            documents,
+            tokenizer,
+            language=language,
+            max_length=document_length,
+            stride=document_length // 4,
+            unanswerable_rate=args.unanswerable_rate,
+            answer_windows_per_question=1,
+            with_sentence_ends=with_sentence_ends,
+            seed=args.seed,
+            article_of=(origins := []),
         )
+        # anchored prose; with gold_page_shaped, the page-shaped documents' windows learn their gold spans
+        for feature, article in zip(windows, origins, strict=True):
+            feature.soft = args.anchor_prose and not (args.gold_page_shaped and article.get(PAGE_SHAPED, False))
+        features += windows
 
     def table_page_windows(articles: list[dict], language: str = "en") -> list:
         # Whole pages: the answer's window, and a share of every other window of the page as "no answer here".
@@ -502,6 +516,7 @@ _NEUTRAL_DEFAULTS = {
     "search_style_share": 0.0,
     "negative_pair_share": 0.0,
     "anchor_prose": False,
+    "gold_page_shaped": False,
     "tydi_ko": False,
     "document_max_length": None,
 }

@@ -801,6 +801,32 @@ def test_documents_can_be_read_in_windows_of_their_own_length(recipe, capsys):
     assert "document_max_length is a window's length" in capsys.readouterr().err
 
 
+def test_page_shaped_documents_can_keep_their_gold_spans_among_anchored_prose(recipe, capsys):
+    # gold_page_shaped: the page-shaped documents' windows learn their gold spans while the other prose stays
+    # anchored; the windows themselves are the anchored stage's, window for window.
+    tokenizer = build_tokenizer()
+
+    def windows(share, *extra):
+        args = long_context_args(recipe, "--anchor-prose", "--page-shaped-share", share, *extra)
+        return long_context_features(args, tokenizer, with_sentence_ends=True)
+
+    def key(feature):
+        return (tuple(feature.input_ids), feature.start, feature.end, feature.language)
+
+    anchored = windows("0.5")
+    gold = windows("0.5", "--gold-page-shaped")
+    assert list(map(key, gold)) == list(map(key, anchored))
+    assert all(feature.soft for feature in anchored)  # the toy mix has no table questions and no negative pairs
+    learnt = [feature for feature in gold if not feature.soft]
+    assert 0 < len(learnt) < len(gold)
+    assert any(feature.start > 0 for feature in learnt)  # gold spans, not only "no answer here"
+    assert all(feature.soft for feature in windows("0.0", "--gold-page-shaped"))  # no page-shaped documents
+    assert not any(feature.soft for feature in windows("1.0", "--gold-page-shaped"))  # only page-shaped ones
+    with pytest.raises(SystemExit):
+        parse_options(LongWindows, ["--data-dir", str(recipe["data"]), "--gold-page-shaped"])
+    assert "gold_page_shaped keeps page-shaped gold spans among anchored prose" in capsys.readouterr().err
+
+
 def test_long_context_stage_can_keep_practising_short_windows(recipe):
     tokenizer = build_tokenizer()
 
