@@ -352,6 +352,7 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
         documents = take_questions(documents, limit, seed=args.seed)
         documents = with_search_style(documents, language, args.search_style_share, args.seed)
         document_length = args.document_max_length or args.max_length
+        origins: list[dict] = []  # each window's document
         windows = encode_articles(
             documents,
             tokenizer,
@@ -362,7 +363,7 @@ def long_context_features(args, tokenizer, *, with_sentence_ends: bool) -> list:
             answer_windows_per_question=1,
             with_sentence_ends=with_sentence_ends,
             seed=args.seed,
-            article_of=(origins := []),
+            article_of=origins,
         )
         # anchored prose; with gold_page_shaped, the page-shaped documents' windows learn their gold spans
         for feature, article in zip(windows, origins, strict=True):
