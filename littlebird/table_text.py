@@ -28,6 +28,10 @@ The forms (:data:`TABLE_FORMS`) are the ones measured on the dev files (``docs/e
   cells are the table's own written again, so an answer there is still a span of the shown table. Most
   questions about a table compare its rows ("which game had the most attendance?"), which an extractive
   reader cannot do by reading the rows one by one.
+- ``ordered-rows``: ``ranked-rows`` with each data row naming its neighbours by their key cells, as model-only
+  text: ``<p> Medals, Nation: Slovenia; Gold: 3; after Spain; before Turkey.`` A question that places a row by
+  the one above or below it ("which country is above Turkey?") finds the row that answers it, and the
+  neighbour's name, not being shown text, is no span to answer with.
 
 Two-cell rows without column headers (an infobox, a key-value list) become ``<p> Born: June 5, 1950.``,
 and a row whose one cell spans the table (a section row) a paragraph of its own.
@@ -41,7 +45,9 @@ from typing import Any, Sequence
 
 from .language import has_hangul
 
-TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows", "ranked-rows")
+TABLE_FORMS = ("tags", "header-tags", "rows", "named-rows", "ranked-rows", "ordered-rows")
+_NAMED_FORMS = ("named-rows", "ranked-rows", "ordered-rows")  # the table's name before every row
+_RANKED_FORMS = ("ranked-rows", "ordered-rows")  # the ranked units after the rows
 DEFAULT_TABLE_FORM = "ranked-rows"  # docs/evaluation.md: the best F1 on real pages' tables
 
 MAX_LABEL_WORDS = 6  # a header is repeated on every row: long ones are cut to their first words ...
@@ -238,7 +244,7 @@ def row_plan(row: Sequence[Slot], headers: Headers, form: str, n_columns: int, n
         return pieces
     pieces = [Piece("tag", "<p>")]
     # The name before every row, a section or title row too (measured: docs/evaluation.md).
-    if form in ("named-rows", "ranked-rows") and name:
+    if form in _NAMED_FORMS and name:
         pieces.append(Piece("label", _capped(name, MAX_NAME_WORDS) + ","))
     key_value = not any(headers.labels) and len(filled) == 2
     for index, slot in enumerate(filled):
@@ -298,6 +304,8 @@ RANK_WORDS = {
     "en": ("highest, most", "lowest, least", "first", "last"),
     "ko": ("가장 높은, 가장 많은", "가장 낮은, 가장 적은", "첫째", "마지막"),
 }
+# ``ordered-rows``: after the row above, before the one below ("after Spain"; in Korean the word follows it)
+ORDER_WORDS = {"en": ("after", "before"), "ko": ("다음", "이전")}
 
 
 def _ranked_table(rows: Sequence[tuple[Sequence[Slot], Headers]], n_columns: int):
@@ -323,6 +331,33 @@ def _ranked_table(rows: Sequence[tuple[Sequence[Slot], Headers]], n_columns: int
     if key is None:
         return None
     return data, by_column, key, numbers
+
+
+def _ranked_rows(rows: Sequence[tuple[Sequence[Slot], Headers]]) -> list[int]:
+    """The indices of the rows :func:`_ranked_table` keeps as its data (two filled cells or more, under headers)."""
+    return [index for index, (row, headers) in enumerate(rows) if len(_filled(row)) > 1 and any(headers.labels)]
+
+
+def _add_neighbours(plans: list[tuple[str, list[Piece]]], plan_indices: Sequence[int], table) -> None:
+    """``ordered-rows``: each data row's unit (``plans[plan_indices[i]]``, data row i) ends by naming the rows
+    above and below it by their key cells, as model-only labels (``; after Spain; before Turkey.``)."""
+    data, by_column, key, _ = table
+    words = ORDER_WORDS["ko" if has_hangul(" ".join(data[0][1].labels)) else "en"]
+
+    def key_text(index: int) -> str:
+        slot = by_column[index].get(key) if 0 <= index < len(by_column) else None
+        return _capped(slot.cell.text, MAX_LABEL_WORDS) if slot else ""
+
+    for index, plan_index in enumerate(plan_indices):
+        pieces = plans[plan_index][1]
+        if not pieces or pieces[-1].kind != "glue":
+            continue
+        added = []
+        for word, neighbour in ((words[0], index - 1), (words[1], index + 1)):
+            text = key_text(neighbour)
+            if text:
+                added += [Piece("glue", ";"), Piece("label", f"{word} {text}" if word.isascii() else f"{text} {word}")]
+        pieces[-1:-1] = added
 
 
 def _again(slot: Slot) -> Piece:
@@ -393,6 +428,7 @@ def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -
     heads: list[Sequence[Slot]] = []
     plans: list[tuple[str, list[Piece]]] = []
     data_rows_seen: list[tuple[Sequence[Slot], Headers]] = []
+    plan_of_row: list[int] = []  # each of data_rows_seen's index in plans
     for index, row in enumerate(laid):
         if index == guessed or (not all_head and _is_header_row(row)):
             heads.append(row)
@@ -402,8 +438,11 @@ def table_plan(rows: Sequence[Sequence[TableCell]], form: str, name: str = "") -
         if _filled(row):
             heads = []
             data_rows_seen.append((row, headers))
+            plan_of_row.append(len(plans))
         plans.append(("row", row_plan(row, headers, form, n_columns, name)))
-    table = _ranked_table(data_rows_seen, n_columns) if form == "ranked-rows" else None
+    table = _ranked_table(data_rows_seen, n_columns) if form in _RANKED_FORMS else None
+    if table is not None and form == "ordered-rows":
+        _add_neighbours(plans, [plan_of_row[i] for i in _ranked_rows(data_rows_seen)], table)
     if table is not None:
         plans.extend(("ranked", pieces) for pieces in _ranked_plans(table, name))
     return plans

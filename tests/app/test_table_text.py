@@ -215,7 +215,9 @@ def test_the_grid_expands_spans_and_an_unknown_form_is_refused():
     assert [(s.cell.text, s.column, s.width, s.first) for s in laid[0]] == [("a", 0, 1, True), ("b", 1, 2, True)]
     assert [(s.cell.text, s.column, s.first) for s in laid[1]] == [("a", 0, False), ("c", 1, True)]
     assert len(table_plan(rows, "rows")) == 2
-    with pytest.raises(ValueError, match="table_form must be one of tags, header-tags, rows, named-rows, ranked-rows"):
+    with pytest.raises(
+        ValueError, match="table_form must be one of tags, header-tags, rows, named-rows, ranked-rows, ordered-rows"
+    ):
         check_table_form("csv")
 
 
@@ -330,6 +332,46 @@ def test_ranked_rows_name_each_number_columns_extremes_and_the_first_and_last_ro
     assert ranked[0] == "<p> Medal table, first: South Korea; last: Indonesia."
     assert len(ranked) == 5 and all(unit.startswith("<p> Medal table, highest, most ") for unit in ranked[1:])
     assert document.table_rows[-5:] == document.ranked_units  # each ranked unit is one of the table's units too
+
+
+def test_ordered_rows_name_each_rows_neighbours_as_model_only_text():
+    """A question that places a row by its neighbour ("which nation is above Indonesia?") finds the row whose
+    unit says "before Indonesia"; the neighbour's name is model-only (mapped to -1), so it is no answer span,
+    and the shown page and the ranked units are those of ``ranked-rows``."""
+    html = wiki(MEDALS)
+    document = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="ordered-rows")
+    ranked = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="ranked-rows")
+    assert_linked(document)
+    assert_tokens_round_trip(document)
+    assert document.text == ranked.text
+    model = document.model_text
+    rows = [model[a:b] for _, a, b in document.table_rows]
+    assert rows[1:4] == [
+        "<p> Medal table, Rank: 1; Nation: South Korea; Gold: 7; Silver: 2; Time: 1:45.30; before Japan.",
+        "<p> Medal table, Rank: 2; Nation: Japan; Gold: 3; Silver: 5[a]; Time: 1:39.80; after South Korea; "
+        "before Indonesia.",
+        "<p> Medal table, Rank: 3; Nation: Indonesia; Gold: 1; Silver: 12; Time: 1:51.02; after Japan.",
+    ]
+    assert [model[a:b] for _, a, b in document.ranked_units] == [
+        ranked.model_text[a:b] for _, a, b in ranked.ranked_units
+    ]
+    neighbour = model.index("before Indonesia")
+    assert (document.model_to_text[neighbour : neighbour + len("before Indonesia")] == -1).all()
+    japan = model.index("Japan; Gold: 3")
+    assert document.text[int(document.model_to_text[japan]) :].startswith("Japan")
+    korean = model_text(
+        wiki(
+            "<h2>노선</h2><table><tr><th>노선</th><th>소요 시간(분)</th></tr><tr><td>가</td><td>45</td></tr>"
+            "<tr><td>나</td><td>80</td></tr><tr><td>다</td><td>55</td></tr></table>"
+        ),
+        "ordered-rows",
+    )
+    assert "<p> 노선, 노선: 나; 소요 시간(분): 80; 가 다음; 다 이전." in korean
+    # Nothing to order by (no column of words, or too few rows): the rows stay as ranked-rows writes them.
+    years = "<table><tr><th>Year</th><th>Berths</th></tr>" + "".join(
+        f"<tr><td>{1901 + i}</td><td>{4 + i}</td></tr>" for i in range(3)
+    )
+    assert model_text(wiki(years + "</table>"), "ordered-rows") == model_text(wiki(years + "</table>"), "ranked-rows")
 
 
 def test_ranked_rows_leave_alone_what_has_nothing_to_rank():
