@@ -8,6 +8,7 @@ every core and gives the same tokens and offsets.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -25,7 +26,9 @@ class EncodedText:
     spans: np.ndarray  # (n, 2) [start, end) of each token in the shown text; -1 for tokens without text
 
 
-_encoded_cache: "OrderedDict[tuple, EncodedText]" = OrderedDict()
+# key -> (the tokenizer, weakly; its tokens). The key holds id(tokenizer), which Python gives to a new object once
+# the old one is gone: an entry counts only while its own tokenizer is the one asking.
+_encoded_cache: "OrderedDict[tuple, tuple[weakref.ref, EncodedText]]" = OrderedDict()
 _encoded_cache_lock = threading.Lock()  # the app answers several questions at once
 
 
@@ -111,9 +114,9 @@ def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to
     key = (id(tokenizer), model_text, text, hash(mapping.tobytes()))
     with _encoded_cache_lock:
         cached = _encoded_cache.get(key)
-        if cached is not None:
+        if cached is not None and cached[0]() is tokenizer:
             _encoded_cache.move_to_end(key)
-            return cached
+            return cached[1]
     input_ids, offsets = tokenize_in_pieces(model_text, tokenizer)
     spans = token_spans_in_text(offsets, model_text, mapping)
     # Tag tokens in a raw text are structure, never answers; <unk> stands for real text.
@@ -121,7 +124,8 @@ def encode_text(model_text: str, tokenizer, *, text: str | None = None, model_to
     spans[np.isin(input_ids, structure)] = -1
     encoded = EncodedText(input_ids, spans)
     with _encoded_cache_lock:
-        _encoded_cache[key] = encoded
+        _encoded_cache[key] = (weakref.ref(tokenizer), encoded)
+        _encoded_cache.move_to_end(key)
         while len(_encoded_cache) > _CACHE_SIZE:
             _encoded_cache.popitem(last=False)
     return encoded

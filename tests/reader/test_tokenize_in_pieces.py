@@ -8,7 +8,7 @@ from transformers import AutoTokenizer
 
 from littlebird.documents.clean import clean_document
 from littlebird.documents.decode import RawDocument
-from littlebird.reader import piece_starts, tokenize_in_pieces
+from littlebird.reader import encode_text, piece_starts, tokenize_in_pieces
 from tests.support.encoders import FAMILIES, write_toy_encoder
 from tests.support.qa import qa_tokenizer
 
@@ -66,3 +66,23 @@ def test_every_convertible_familys_tokenizer_gives_one_calls_tokens(family, tmp_
 def test_an_empty_text_has_no_tokens():
     ids, offsets = tokenize_in_pieces("", qa_tokenizer())
     assert ids.shape == (0,) and offsets.shape == (0, 2)
+
+
+def test_a_cached_tokenization_is_only_given_to_its_own_tokenizer(tmp_path):
+    """The cache's key holds id(tokenizer), and Python gives a gone object's id to a new one: a model loaded after
+    another (two converted encoders in one process) must not be handed the first vocabulary's ids."""
+    from littlebird.reader import tokens
+
+    bert = AutoTokenizer.from_pretrained(write_toy_encoder("bert", tmp_path / "bert"))
+    roberta = AutoTokenizer.from_pretrained(write_toy_encoder("roberta", tmp_path / "roberta"))
+    text = "arland is a small country. the capital of arland is bexford."
+    tokens.forget_encodings()
+    from_bert = encode_text(text, bert).input_ids
+    own = one_call(text, roberta)[0]
+    assert not np.array_equal(from_bert, own)  # the two vocabularies differ on this text
+    # What id reuse does: bert's entry found under the key roberta asks with.
+    ((key, entry),) = tokens._encoded_cache.items()
+    tokens._encoded_cache.clear()
+    tokens._encoded_cache[(id(roberta),) + key[1:]] = entry
+    np.testing.assert_array_equal(encode_text(text, roberta).input_ids, own)
+    assert encode_text(text, roberta) is encode_text(text, roberta)  # its own entry is still reused
