@@ -304,8 +304,8 @@ RANK_WORDS = {
     "en": ("highest, most", "lowest, least", "first", "last"),
     "ko": ("가장 높은, 가장 많은", "가장 낮은, 가장 적은", "첫째", "마지막"),
 }
-# ``ordered-rows``: after the row above, before the one below ("after Spain"; in Korean the word follows it)
-ORDER_WORDS = {"en": ("after", "before"), "ko": ("다음", "이전")}
+# ``ordered-rows``: after the row above, before the one below, by its key cell
+ORDER_WORDS = {"en": ("after {}", "before {}"), "ko": ("{} 다음", "{} 이전")}
 
 
 def _ranked_table(rows: Sequence[tuple[Sequence[Slot], Headers]], n_columns: int):
@@ -356,7 +356,7 @@ def _add_neighbours(plans: list[tuple[str, list[Piece]]], plan_indices: Sequence
         for word, neighbour in ((words[0], index - 1), (words[1], index + 1)):
             text = key_text(neighbour)
             if text:
-                added += [Piece("glue", ";"), Piece("label", f"{word} {text}" if word.isascii() else f"{text} {word}")]
+                added += [Piece("glue", ";"), Piece("label", word.format(text))]
         pieces[-1:-1] = added
 
 

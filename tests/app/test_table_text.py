@@ -335,9 +335,8 @@ def test_ranked_rows_name_each_number_columns_extremes_and_the_first_and_last_ro
 
 
 def test_ordered_rows_name_each_rows_neighbours_as_model_only_text():
-    """A question that places a row by its neighbour ("which nation is above Indonesia?") finds the row whose
-    unit says "before Indonesia"; the neighbour's name is model-only (mapped to -1), so it is no answer span,
-    and the shown page and the ranked units are those of ``ranked-rows``."""
+    """Each data row's unit ends with its neighbours' key cells ("before Indonesia" in Japan's row), model-only
+    (mapped to -1), so no answer span; the shown page and the ranked units are those of ``ranked-rows``."""
     html = wiki(MEDALS)
     document = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="ordered-rows")
     ranked = clean_document(RawDocument(html, True, "page.html", "utf-8"), table_form="ranked-rows")
